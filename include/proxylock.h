@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxylock.h - proxy-aware userspace mutexes for Linux.
+ *
+ * A proxylock mutex is a futex mutex whose 32-bit word holds the owner's
+ * TID.  While a thread is blocked on it, the library lends that thread's
+ * scheduling context (uclamp, CPU affinity, nice, RT priority) to the
+ * owner, along chains of owners, and restores every thread exactly when
+ * it no longer holds a lock that someone waits for.  See docs/design.md.
+ *
+ * All calls return 0 or an errno value, like pthreads; none sets errno.
+ */
+#ifndef PROXYLOCK_H
+#define PROXYLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PROXYLOCK_API __attribute__((visibility("default")))
+#else
+#define PROXYLOCK_API
+#endif
+
+/* Mutex types (proxylock_mutexattr_settype). */
+enum {
+	PROXYLOCK_MUTEX_NORMAL = 0,     /* relock deadlocks, as POSIX NORMAL */
+	PROXYLOCK_MUTEX_ERRORCHECK = 1, /* relock EDEADLK, foreign unlock EPERM */
+	PROXYLOCK_MUTEX_RECURSIVE = 2,  /* owner may relock; counted */
+	PROXYLOCK_MUTEX_DEFAULT = PROXYLOCK_MUTEX_NORMAL
+};
+
+/* Kinds of scheduling context a waiter lends its lock's owner. */
+enum {
+	PROXYLOCK_DONATE_NONE = 0,
+	PROXYLOCK_DONATE_UCLAMP = 1u << 0,   /* uclamp_min/uclamp_max */
+	PROXYLOCK_DONATE_AFFINITY = 1u << 1, /* CPU affinity */
+	PROXYLOCK_DONATE_NICE = 1u << 2,     /* nice and non-RT policy */
+	PROXYLOCK_DONATE_RT = 1u << 3,       /* SCHED_FIFO/SCHED_RR priority */
+	PROXYLOCK_DONATE_ALL = 0xf
+};
+
+/*
+ * The mutex.  Zero-filled storage is an unlocked NORMAL mutex lending
+ * every kind the process allows, so static and calloc'ed mutexes need no
+ * init call.  Fields are private: the lock word is __word (owner TID,
+ * bit 31 = waiters), __flags holds the type and the kinds *not* lent.
+ * 24 bytes, so it fits inside a pthread_mutex_t (40 bytes on x86_64).
+ */
+typedef struct proxylock_mutex {
+	uint32_t __word;
+	uint32_t __flags;
+	uint32_t __count;
+	uint32_t __reserved[3];
+} proxylock_mutex_t;
+
+#define PROXYLOCK_MUTEX_INITIALIZER { 0, 0, 0, { 0, 0, 0 } }
+
+typedef struct proxylock_mutexattr {
+	uint32_t __magic;
+	uint32_t __type;
+	uint32_t __donate;
+} proxylock_mutexattr_t;
+
+/* Where a boosted owner may run (proxylock_affinity_policy_set). */
+enum {
+	PROXYLOCK_AFFINITY_WAITERS = 0, /* the waiters' CPUs (default) */
+	PROXYLOCK_AFFINITY_UNION = 1,   /* the waiters' CPUs plus its own */
+	PROXYLOCK_AFFINITY_NODE = 2     /* that union within the waiters' NUMA nodes */
+};
+
+/* Counters kept since the library loaded (or since fork in a child). */
+struct proxylock_stats {
+	uint64_t contended;      /* acquisitions that went to the slow path */
+	uint64_t sleeps;         /* futex waits on the way to acquisition */
+	uint64_t handoffs;       /* unlocks that passed the lock directly */
+	uint64_t setattr_calls;  /* sched_setattr(2) calls made */
+	uint64_t setaff_calls;   /* sched_setaffinity(2) calls made */
+	uint64_t donations;      /* times a thread's context was raised */
+	uint64_t restores;       /* times a thread's context was lowered */
+	uint64_t lent_uclamp;    /* donations by kind that changed the kernel */
+	uint64_t lent_affinity;
+	uint64_t lent_nice;
+	uint64_t lent_rt;
+	uint64_t eperm_skipped;  /* parts skipped because the kernel said EPERM */
+	uint64_t chain_steps;    /* owner-chain steps walked */
+	uint64_t chain_truncated; /* walks cut at PROXYLOCK_CHAIN_MAX */
+};
+
+/* Longest owner chain a donation follows. */
+#define PROXYLOCK_CHAIN_MAX 32
+
+/**
+ * proxylock_mutexattr_init - fill @attr with NORMAL type, lend everything.
+ */
+PROXYLOCK_API int proxylock_mutexattr_init(proxylock_mutexattr_t *attr);
+
+/** proxylock_mutexattr_destroy - invalidate @attr. EINVAL if not inited. */
+PROXYLOCK_API int proxylock_mutexattr_destroy(proxylock_mutexattr_t *attr);
+
+/** proxylock_mutexattr_settype - PROXYLOCK_MUTEX_*; EINVAL otherwise. */
+PROXYLOCK_API int proxylock_mutexattr_settype(proxylock_mutexattr_t *attr, int type);
+
+/** proxylock_mutexattr_gettype - store the type in *@type. */
+PROXYLOCK_API int proxylock_mutexattr_gettype(const proxylock_mutexattr_t *attr, int *type);
+
+/**
+ * proxylock_mutexattr_setdonate - choose which kinds (PROXYLOCK_DONATE_*
+ * mask) waiters on this lock lend; PROXYLOCK_DONATE_NONE turns donation
+ * off for the lock.  The process-wide selection (PROXYLOCK_DONATE and
+ * what the kernel permits) still applies on top.
+ */
+PROXYLOCK_API int proxylock_mutexattr_setdonate(proxylock_mutexattr_t *attr, unsigned kinds);
+
+/** proxylock_mutexattr_getdonate - store the per-lock kinds in *@kinds. */
+PROXYLOCK_API int proxylock_mutexattr_getdonate(const proxylock_mutexattr_t *attr, unsigned *kinds);
+
+/** proxylock_mutex_init - initialise @m; @attr may be NULL (defaults). */
+PROXYLOCK_API int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr);
+
+/** proxylock_mutex_destroy - EBUSY if @m is locked, else 0. */
+PROXYLOCK_API int proxylock_mutex_destroy(proxylock_mutex_t *m);
+
+/**
+ * proxylock_mutex_lock - acquire @m, blocking (and lending this thread's
+ * scheduling context to the owner) while it is held.  EDEADLK for an
+ * ERRORCHECK relock, or when waiting on an ERRORCHECK lock would close a
+ * cycle of waiting owners; EAGAIN if a RECURSIVE count would overflow.
+ */
+PROXYLOCK_API int proxylock_mutex_lock(proxylock_mutex_t *m);
+
+/** proxylock_mutex_trylock - acquire @m without blocking, else EBUSY. */
+PROXYLOCK_API int proxylock_mutex_trylock(proxylock_mutex_t *m);
+
+/**
+ * proxylock_mutex_timedlock - as lock, but give up at @abstime on
+ * CLOCK_REALTIME with ETIMEDOUT; EINVAL if it would block and @abstime
+ * is not a valid timespec.
+ */
+PROXYLOCK_API int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *abstime);
+
+/**
+ * proxylock_mutex_clocklock - as timedlock on @clock, which must be
+ * CLOCK_REALTIME or CLOCK_MONOTONIC (else EINVAL).
+ */
+PROXYLOCK_API int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
+                                            const struct timespec *abstime);
+
+/**
+ * proxylock_mutex_unlock - release @m.  EPERM if the caller does not own
+ * it (for every type: the owner is in the word, so checking is free).
+ * Withdraws what waiters lent the caller before the lock leaves it.
+ */
+PROXYLOCK_API int proxylock_mutex_unlock(proxylock_mutex_t *m);
+
+/** proxylock_mutex_owner - TID in @m's word now, 0 if unlocked. */
+PROXYLOCK_API pid_t proxylock_mutex_owner(const proxylock_mutex_t *m);
+
+/**
+ * proxylock_caps - the PROXYLOCK_DONATE_* kinds this kernel and this
+ * process's privileges allow (probed once: uclamp needs
+ * CONFIG_UCLAMP_TASK; nice and RT boosts need CAP_SYS_NICE or
+ * RLIMIT_NICE / RLIMIT_RTPRIO).
+ */
+PROXYLOCK_API unsigned proxylock_caps(void);
+
+/**
+ * proxylock_donate_kinds - the kinds actually lent: proxylock_caps()
+ * restricted by the PROXYLOCK_DONATE environment variable
+ * ("uclamp,affinity,nice,rt", "all" or "none"; default all).
+ */
+PROXYLOCK_API unsigned proxylock_donate_kinds(void);
+
+/**
+ * proxylock_affinity_policy_set - choose PROXYLOCK_AFFINITY_*, process
+ * wide (also PROXYLOCK_AFFINITY=waiters|union|node in the environment).
+ * EINVAL for an unknown policy.  Takes effect at the next donation.
+ */
+PROXYLOCK_API int proxylock_affinity_policy_set(int policy);
+
+/** proxylock_stats_get - copy the process-wide counters into *@out. */
+PROXYLOCK_API void proxylock_stats_get(struct proxylock_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROXYLOCK_H */

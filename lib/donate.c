@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * donate.c - the donation engine.
+ *
+ * Contract.  Each thread T has a base context B(T) (policy and RT
+ * priority, nice, uclamp_min, uclamp_max, CPU affinity) and an effective
+ * context E(T) = B(T) combined with E(W) of every W blocked on a proxylock
+ * T holds (so chains propagate: W waits on T, T waits on U => U gets W's
+ * context):
+ *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
+ *     uclamp_max on the holder never caps the donated minimum);
+ *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER;
+ *   RT = highest SCHED_FIFO/SCHED_RR priority, if above the holder's;
+ *   CPUs = the waiters' CPUs (default), or their union with the holder's
+ *     (PROXYLOCK_AFFINITY_UNION), or that union within the waiters' NUMA
+ *     nodes (PROXYLOCK_AFFINITY_NODE); always within the process's
+ *     cpuset (other CPUs are dropped; nothing left => B(T)'s CPUs).
+ *   A SCHED_DEADLINE thread is never changed.
+ *
+ * Invariants (each thread record's fields are under its own lock; the
+ * entry for lock L in T.held is written only under L's bucket lock):
+ *  I1  T.held has an entry for L only while T owns L and L's word has
+ *      PLK_WAITERS set; so when T holds no lock with blocked waiters,
+ *      T.held is empty, E(T) = B(T) and the kernel's view equals B(T).
+ *  I2  T.applied is what the last successful sched_* calls left in the
+ *      kernel; calls are made only for fields where E(T) != T.applied.
+ *  I3  A donation is applied to T only by a thread holding L's bucket
+ *      lock having seen T's TID and PLK_WAITERS in L's word.  T cannot
+ *      release L without that bucket lock (its one-CAS unlock fails while
+ *      PLK_WAITERS is set), so the owner cannot change between reading
+ *      the TID and the syscall.  Restores happen before the word is
+ *      released.
+ *  I4  B(T) is read from the kernel when T.held goes from empty to
+ *      non-empty (T is not boosted then, so the kernel's view is B(T)),
+ *      and by a waiter, of itself, before it queues unboosted.
+ *  I5  Lock order: bucket lock, then one record lock at a time.  No
+ *      two bucket locks are ever held together; a chain walk drops one
+ *      bucket before taking the next and revalidates (T still waits on
+ *      L), as rt_mutex_adjust_prio_chain does; it is bounded by
+ *      PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.
+ */
+#include <numa.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "config.h"
+#include "donate.h"
+#include "mutex.h"
+#include "schedctl.h"
+#include "stats.h"
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+
+/* --- process-wide kinds ---------------------------------------------- */
+
+unsigned proxylock_caps(void)
+{
+	return plk_sched_caps();
+}
+
+unsigned proxylock_donate_kinds(void)
+{
+	return plk_sched_caps() & plk_config()->donate;
+}
+
+unsigned plk_donate_lock_kinds(const proxylock_mutex_t *m)
+{
+	unsigned off = (m->__flags >> PLK_NODONATE_SHIFT) & PROXYLOCK_DONATE_ALL;
+
+	return off == PROXYLOCK_DONATE_ALL ? 0 : proxylock_donate_kinds() & ~off;
+}
+
+/* --- folding waiters' contexts into a lend --------------------------- */
+
+/* Rank of the non-RT policies: a lend may lift IDLE to BATCH to OTHER. */
+static int fair_rank(uint32_t policy)
+{
+	return policy == SCHED_IDLE ? 0 : policy == SCHED_BATCH ? 1 : 2;
+}
+
+static void lend_init(struct plk_lend *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->ctx.nice = 20;               /* above any nice: min() identity */
+	l->ctx.policy = SCHED_IDLE;     /* lowest fair rank */
+}
+
+/* Fold waiter context @w, for @kinds, into @l. */
+static void lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds)
+{
+	l->kinds |= kinds;
+	if (kinds & PROXYLOCK_DONATE_UCLAMP) {
+		if (w->umin > l->ctx.umin)
+			l->ctx.umin = w->umin;
+		if (w->umax > l->ctx.umax)
+			l->ctx.umax = w->umax;
+	}
+	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
+		if (w->nice < l->ctx.nice)
+			l->ctx.nice = w->nice;
+		if (fair_rank(w->policy) > fair_rank(l->ctx.policy))
+			l->ctx.policy = w->policy;
+	}
+	if ((kinds & PROXYLOCK_DONATE_RT) && plk_sched_is_rt(w->policy) &&
+	    w->rt_prio > l->ctx.rt_prio) {
+		l->ctx.rt_prio = w->rt_prio;
+		l->rt_policy = w->policy;
+	}
+	if (kinds & PROXYLOCK_DONATE_AFFINITY)
+		CPU_OR(&l->ctx.cpus, &l->ctx.cpus, &w->cpus);
+}
+
+static void lend_merge(struct plk_lend *into, const struct plk_lend *l)
+{
+	unsigned kinds = l->kinds & ~PROXYLOCK_DONATE_RT;
+
+	lend_add(into, &l->ctx, kinds);
+	if ((l->kinds & PROXYLOCK_DONATE_RT) && l->ctx.rt_prio > into->ctx.rt_prio) {
+		into->ctx.rt_prio = l->ctx.rt_prio;
+		into->rt_policy = l->rt_policy;
+	}
+	into->kinds |= l->kinds;
+}
+
+/* --- combining a lend with a base ------------------------------------ */
+
+static void cpus_of_nodes(const cpu_set_t *cpus, cpu_set_t *out)
+{
+	struct bitmask *node_cpus = numa_allocate_cpumask();
+	bool seen[1024] = { false };
+
+	CPU_ZERO(out);
+	for (int cpu = 0; cpu < CPU_SETSIZE && node_cpus; cpu++) {
+		int node = CPU_ISSET(cpu, cpus) ? numa_node_of_cpu(cpu) : -1;
+
+		if (node < 0 || node >= 1024 || seen[node])
+			continue;
+		seen[node] = true;
+		if (numa_node_to_cpus(node, node_cpus) != 0)
+			continue;
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (numa_bitmask_isbitset(node_cpus, c))
+				CPU_SET(c, out);
+	}
+	if (node_cpus)
+		numa_bitmask_free(node_cpus);
+}
+
+static void combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *lent,
+                             cpu_set_t *out)
+{
+	cpu_set_t nodes;
+
+	switch (__atomic_load_n(&plk_config()->affinity, __ATOMIC_RELAXED)) {
+	case PROXYLOCK_AFFINITY_UNION:
+		CPU_OR(out, &base->cpus, lent);
+		break;
+	case PROXYLOCK_AFFINITY_NODE:
+		CPU_OR(out, &base->cpus, lent);
+		cpus_of_nodes(lent, &nodes);
+		CPU_AND(out, out, &nodes);
+		break;
+	default:
+		*out = *lent;
+	}
+	CPU_AND(out, out, plk_sched_cpuset());
+	if (CPU_COUNT(out) == 0)
+		*out = base->cpus;
+}
+
+static void combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
+                    struct plk_sched_ctx *out)
+{
+	*out = *base;
+	if (base->policy == SCHED_DEADLINE)
+		return;
+	if (l->kinds & PROXYLOCK_DONATE_UCLAMP) {
+		out->umin = l->ctx.umin > base->umin ? l->ctx.umin : base->umin;
+		out->umax = l->ctx.umax > base->umax ? l->ctx.umax : base->umax;
+		if (out->umax < out->umin)
+			out->umax = out->umin;
+	}
+	if ((l->kinds & PROXYLOCK_DONATE_RT) && l->ctx.rt_prio > 0 &&
+	    (!plk_sched_is_rt(base->policy) || l->ctx.rt_prio > base->rt_prio)) {
+		out->policy = l->rt_policy;
+		out->rt_prio = l->ctx.rt_prio;
+	}
+	if ((l->kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(out->policy) &&
+	    l->ctx.nice <= 19) {
+		if (l->ctx.nice < out->nice)
+			out->nice = l->ctx.nice;
+		if (fair_rank(l->ctx.policy) > fair_rank(out->policy))
+			out->policy = l->ctx.policy;
+	}
+	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0)
+		combine_affinity(base, &l->ctx.cpus, &out->cpus);
+}
+
+/* --- a record's entries and the kernel ------------------------------- */
+
+static void count_lent(const struct plk_sched_ctx *before, const struct plk_sched_ctx *now)
+{
+	if (before->umin != now->umin || before->umax != now->umax)
+		plk_stat_inc(lent_uclamp);
+	if (!CPU_EQUAL(&before->cpus, &now->cpus))
+		plk_stat_inc(lent_affinity);
+	if (before->nice != now->nice || (before->policy != now->policy &&
+	                                  !plk_sched_is_rt(now->policy)))
+		plk_stat_inc(lent_nice);
+	if (plk_sched_is_rt(now->policy) &&
+	    (before->policy != now->policy || before->rt_prio != now->rt_prio))
+		plk_stat_inc(lent_rt);
+}
+
+/* Recompute t->eff from t->base and t->held; apply.  t->lock held.
+ * Returns true if E(T) changed. */
+static bool recompute(struct plk_thread *t)
+{
+	struct plk_sched_ctx eff, before = t->applied;
+	struct plk_lend all;
+
+	lend_init(&all);
+	for (int i = 0; i < t->nheld; i++)
+		lend_merge(&all, &t->held[i].lend);
+	combine(&t->base, &all, &eff);
+	if (plk_sched_equal(&eff, &t->eff))
+		return false;
+	t->eff = eff;
+	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
+		if (t->nheld) {
+			plk_stat_inc(donations);
+			count_lent(&before, &t->applied);
+		} else {
+			plk_stat_inc(restores);
+		}
+	}
+	return true;
+}
+
+/* Refresh B(T) from the kernel (I4).  t->lock held, t->held empty. */
+static void base_refresh(struct plk_thread *t)
+{
+	if (plk_sched_read(t->tid, &t->base) != 0)
+		return;
+	t->applied = t->base;
+	t->eff = t->base;
+}
+
+static int held_find(const struct plk_thread *t, const void *lock)
+{
+	for (int i = 0; i < t->nheld; i++)
+		if (t->held[i].lock == lock)
+			return i;
+	return -1;
+}
+
+/* Set (l->kinds != 0) or clear t's entry for @lock; then recompute.
+ * t->lock held.  Returns true if E(T) changed. */
+static bool held_set(struct plk_thread *t, const void *lock, const struct plk_lend *l)
+{
+	int i = held_find(t, lock);
+
+	if (l->kinds == 0) {
+		if (i < 0)
+			return false;
+		t->held[i] = t->held[--t->nheld];
+		return recompute(t);
+	}
+	if (i < 0) {
+		if (t->nheld == PLK_HELD_MAX) {
+			plk_stat_inc(chain_truncated);
+			return false;
+		}
+		if (t->nheld == 0)
+			base_refresh(t);
+		i = t->nheld++;
+		t->held[i].lock = lock;
+	}
+	t->held[i].lend = *l;
+	return recompute(t);
+}
+
+/* --- entry points ---------------------------------------------------- */
+
+void plk_donate_waiter_refresh(struct plk_thread *self)
+{
+	plk_ilock_lock(&self->lock);
+	if (self->nheld == 0)
+		base_refresh(self);
+	plk_ilock_unlock(&self->lock);
+}
+
+bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
+                       struct plk_thread **owner, proxylock_mutex_t **next)
+{
+	unsigned kinds = plk_donate_lock_kinds(m);
+	uint32_t w = plk_word(m);
+	struct plk_thread *t, *o;
+	struct plk_lend lend;
+	bool changed;
+
+	if (!kinds || !(w & PLK_WAITERS) || (w & PLK_TID_MASK) == 0)
+		return false;
+	lend_init(&lend);
+	plk_waitq_for_each(b, m, t) {
+		plk_ilock_lock(&t->lock);
+		lend_add(&lend, &t->eff, kinds);
+		plk_ilock_unlock(&t->lock);
+	}
+	o = plk_thread_get(plk_owner_tid(w));
+	if (!o)
+		return false;
+	plk_ilock_lock(&o->lock);
+	changed = held_set(o, m, &lend);
+	plk_ilock_unlock(&o->lock);
+	*owner = o;
+	*next = __atomic_load_n(&o->blocked_on, __ATOMIC_ACQUIRE);
+	return changed;
+}
+
+void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *next)
+{
+	for (int depth = 1; next; depth++) {
+		struct plk_bucket *b;
+		bool changed = false;
+
+		if (depth >= PROXYLOCK_CHAIN_MAX) {
+			plk_stat_inc(chain_truncated);
+			return;
+		}
+		b = plk_waitq_lock(next);
+		/* Revalidate: via may have stopped waiting since we looked. */
+		if (__atomic_load_n(&via->blocked_on, __ATOMIC_ACQUIRE) == next) {
+			plk_stat_inc(chain_steps);
+			changed = plk_donate_update(b, next, &via, &next);
+		}
+		plk_waitq_unlock(b);
+		if (!changed)
+			return;
+	}
+}
+
+void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m)
+{
+	struct plk_lend none = { .kinds = 0 };
+
+	plk_ilock_lock(&self->lock);
+	held_set(self, m, &none);
+	plk_ilock_unlock(&self->lock);
+}

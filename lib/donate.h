@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * donate.h - the donation engine: what blocked waiters lend their
+ * lock's owner, along owner chains.  The contract and its invariants are
+ * at the top of donate.c and in docs/design.md.
+ */
+#ifndef PLK_DONATE_H
+#define PLK_DONATE_H
+
+#include <stdbool.h>
+
+#include "proxylock.h"
+#include "registry.h"
+#include "waitq.h"
+
+/** plk_donate_lock_kinds - kinds waiters of @m lend (lock attribute
+ * restricted by proxylock_donate_kinds()); 0 means no donation work. */
+PLK_HIDDEN unsigned plk_donate_lock_kinds(const proxylock_mutex_t *m);
+
+/**
+ * plk_donate_waiter_refresh - before @self queues: if nothing is lent to
+ * it, re-read its base context from the kernel, so that what it lends is
+ * what it has now.  No bucket lock held (syscalls).
+ */
+PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self);
+
+/**
+ * plk_donate_update - with @m's bucket @b locked: recompute what @m's
+ * queued waiters lend its owner and make the kernel agree.  Does nothing
+ * unless the word has PLK_WAITERS set, which pins the owner (it cannot
+ * release @m without @b).  Returns true if the owner's effective context
+ * changed; then *@owner is its record and *@next the lock it is blocked
+ * on (or NULL), to pass to plk_donate_propagate() once @b is unlocked.
+ */
+PLK_HIDDEN bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
+                                  struct plk_thread **owner, proxylock_mutex_t **next);
+
+/**
+ * plk_donate_propagate - carry a change of @via's effective context down
+ * the chain: @via waits on @next, whose owner may wait on another lock,
+ * and so on, at most PROXYLOCK_CHAIN_MAX steps; stops where nothing
+ * changes or @via no longer waits on @next.  No bucket lock held.
+ */
+PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *next);
+
+/**
+ * plk_donate_withdraw - @self is releasing @m: drop what it received
+ * through @m and restore the kernel's view.  @m's bucket locked.
+ */
+PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
+
+#endif /* PLK_DONATE_H */

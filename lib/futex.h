@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * futex.h - futex wait/wake and the library's internal lock.
+ *
+ * Every futex here is process-private (FUTEX_PRIVATE_FLAG).  Waits take
+ * an optional absolute deadline on CLOCK_REALTIME or CLOCK_MONOTONIC and
+ * use FUTEX_WAIT_BITSET, the only op that takes an absolute time.
+ *
+ * plk_ilock_t protects the library's own short critical sections (wait
+ * queue buckets, thread records).  It never lends anything, so it cannot
+ * recurse into the donation engine.  Word: 0 free, 1 locked, 2 locked
+ * with sleepers (Drepper, "Futexes Are Tricky", mutex #2).
+ */
+#ifndef PLK_FUTEX_H
+#define PLK_FUTEX_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define PLK_HIDDEN __attribute__((visibility("hidden")))
+
+/**
+ * plk_futex_wait - sleep while *@addr == @val, until woken, a signal or
+ * @abstime (NULL: no deadline) on @clock.  Returns 0, EAGAIN (value
+ * changed), EINTR or ETIMEDOUT.  Callers recheck their condition.
+ */
+PLK_HIDDEN int plk_futex_wait(uint32_t *addr, uint32_t val, clockid_t clock,
+                              const struct timespec *abstime);
+
+/** plk_futex_wake - wake up to @n sleepers on @addr. */
+PLK_HIDDEN void plk_futex_wake(uint32_t *addr, int n);
+
+typedef struct { uint32_t word; } plk_ilock_t;
+
+#define PLK_ILOCK_INIT { 0 }
+
+PLK_HIDDEN void plk_ilock_lock_slow(plk_ilock_t *l);
+PLK_HIDDEN void plk_ilock_unlock_slow(plk_ilock_t *l);
+
+/** plk_ilock_lock - take @l: one CAS when free. */
+static inline void plk_ilock_lock(plk_ilock_t *l)
+{
+	uint32_t zero = 0;
+
+	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
+	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		plk_ilock_lock_slow(l);
+}
+
+/** plk_ilock_unlock - release @l, waking one sleeper if there are any. */
+static inline void plk_ilock_unlock(plk_ilock_t *l)
+{
+	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
+		plk_ilock_unlock_slow(l);
+}
+
+/** plk_cpu_relax - spin-wait hint. */
+static inline void plk_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+#endif /* PLK_FUTEX_H */

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mutex.c - the proxylock mutex: lock word, fast paths, slow paths.
+ *
+ * Lock word (32 bits, the FUTEX_PI convention, so any thread can name
+ * the owner from the word alone):
+ *
+ *   bit 31      PLK_WAITERS: some thread is queued on this lock (or is
+ *               about to be); the owner must unlock through the slow path
+ *   bit 30      reserved (zero)
+ *   bits 0..29  owner TID; 0 = unlocked
+ *
+ * __count is the RECURSIVE relock depth (0 = held once); only the owner
+ * touches it.  __flags holds the type and the kinds not lent.
+ *
+ * Fast paths: lock is one CAS 0 -> TID; unlock is one CAS TID -> 0,
+ * which fails, sending us to the slow path, exactly when the word is not
+ * our bare TID (waiters queued, not ours, or a fork child's pre-fork TID)
+ * or __count is non-zero.  Neither touches the registry or allocates.
+ *
+ * Slow lock: spin a bounded number of times while nobody is queued, then
+ * take the lock's bucket (waitq.c), set PLK_WAITERS, queue, lend our
+ * context to the owner (donate.c) and sleep on our own park word.
+ *
+ * Slow unlock: take the bucket, withdraw what we were lent (our kernel
+ * view goes back to its base *before* the word leaves us), then either
+ *   - hand off: the oldest waiter has been queued for PROXYLOCK_HANDOFF_US
+ *     (default 500 us) or more: the word gets its TID directly and the
+ *     remaining waiters' donation moves to it; or
+ *   - release and wake: the word becomes 0 and the oldest waiter is taken
+ *     off the queue and woken to compete (barging keeps throughput up;
+ *     the handoff bounds how long anyone waits behind bargers).
+ * Exactly one waiter is woken per unlock.
+ *
+ * Invariants (under the bucket lock):
+ *  M1  queue(L) non-empty  =>  PLK_WAITERS is set in L's word, or L's word
+ *      is 0 / held by a barger and a woken waiter (park == WOKEN) is on
+ *      its way back to the bucket, where it will take L or set
+ *      PLK_WAITERS before sleeping again.  So no wake-up is ever lost.
+ *  M2  PLK_WAITERS is cleared only by a thread holding the bucket, when
+ *      queue(L) is empty (a timed-out waiter leaving last) or by the
+ *      release itself.
+ *  M3  A woken waiter re-queues at the head, keeping its first enqueue
+ *      time, so the handoff bound counts from when it first waited.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "config.h"
+#include "donate.h"
+#include "mutex.h"
+#include "stats.h"
+#include "waitq.h"
+
+#define PLK_SPIN 100
+#define PLK_ATTR_MAGIC 0x504c4b41u  /* "PLKA" */
+
+/* --- attributes ------------------------------------------------------ */
+
+int proxylock_mutexattr_init(proxylock_mutexattr_t *attr)
+{
+	if (!attr)
+		return EINVAL;
+	attr->__magic = PLK_ATTR_MAGIC;
+	attr->__type = PROXYLOCK_MUTEX_DEFAULT;
+	attr->__donate = PROXYLOCK_DONATE_ALL;
+	return 0;
+}
+
+int proxylock_mutexattr_destroy(proxylock_mutexattr_t *attr)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC)
+		return EINVAL;
+	attr->__magic = 0;
+	return 0;
+}
+
+int proxylock_mutexattr_settype(proxylock_mutexattr_t *attr, int type)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
+	    type < PROXYLOCK_MUTEX_NORMAL || type > PROXYLOCK_MUTEX_RECURSIVE)
+		return EINVAL;
+	attr->__type = (uint32_t)type;
+	return 0;
+}
+
+int proxylock_mutexattr_gettype(const proxylock_mutexattr_t *attr, int *type)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !type)
+		return EINVAL;
+	*type = (int)attr->__type;
+	return 0;
+}
+
+int proxylock_mutexattr_setdonate(proxylock_mutexattr_t *attr, unsigned kinds)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC || (kinds & ~PROXYLOCK_DONATE_ALL))
+		return EINVAL;
+	attr->__donate = kinds;
+	return 0;
+}
+
+int proxylock_mutexattr_getdonate(const proxylock_mutexattr_t *attr, unsigned *kinds)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !kinds)
+		return EINVAL;
+	*kinds = attr->__donate;
+	return 0;
+}
+
+/* --- init, destroy, owner -------------------------------------------- */
+
+int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr)
+{
+	uint32_t type = PROXYLOCK_MUTEX_DEFAULT, donate = PROXYLOCK_DONATE_ALL;
+
+	if (!m)
+		return EINVAL;
+	if (attr) {
+		if (attr->__magic != PLK_ATTR_MAGIC)
+			return EINVAL;
+		type = attr->__type;
+		donate = attr->__donate;
+	}
+	*m = (proxylock_mutex_t)PROXYLOCK_MUTEX_INITIALIZER;
+	m->__flags = type | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
+	return 0;
+}
+
+int proxylock_mutex_destroy(proxylock_mutex_t *m)
+{
+	if (!m)
+		return EINVAL;
+	return plk_word(m) != 0 ? EBUSY : 0;
+}
+
+pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
+{
+	return plk_owner_tid(plk_word(m));
+}
+
+/* --- helpers --------------------------------------------------------- */
+
+static bool timespec_valid(const struct timespec *ts)
+{
+	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool deadline_passed(clockid_t clock, const struct timespec *abstime)
+{
+	struct timespec now;
+
+	clock_gettime(clock, &now);
+	return now.tv_sec > abstime->tv_sec ||
+	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+}
+
+static bool cas_word(proxylock_mutex_t *m, uint32_t expect, uint32_t want)
+{
+	return __atomic_compare_exchange_n(&m->__word, &expect, want, 0,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* A relock by the owner: RECURSIVE counts, ERRORCHECK refuses, NORMAL
+ * returns -1 and goes on to wait (POSIX: deadlock). */
+static int relock(proxylock_mutex_t *m)
+{
+	switch (plk_type(m)) {
+	case PROXYLOCK_MUTEX_RECURSIVE:
+		if (m->__count == UINT32_MAX)
+			return EAGAIN;
+		m->__count++;
+		return 0;
+	case PROXYLOCK_MUTEX_ERRORCHECK:
+		return EDEADLK;
+	default:
+		return -1;
+	}
+}
+
+/*
+ * Would waiting on @m close a cycle of owners waiting on each other?
+ * Lock-free reads: a real deadlock is stable, so it is always seen; a
+ * transient false chain can only make an ERRORCHECK lock report EDEADLK
+ * for a cycle that existed at some instant.
+ */
+static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
+{
+	pid_t tid = plk_owner_tid(plk_word(m));
+
+	for (int depth = 0; depth < PROXYLOCK_CHAIN_MAX && tid; depth++) {
+		struct plk_thread *t;
+		proxylock_mutex_t *next;
+
+		if ((uint32_t)tid == self)
+			return true;
+		t = plk_thread_find(tid);
+		next = t ? __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE) : NULL;
+		if (!next)
+			return false;
+		tid = plk_owner_tid(plk_word(next));
+	}
+	return false;
+}
+
+/*
+ * Out of memory for a thread record: wait without queueing (no donation),
+ * yielding.  The owner never sees PLK_WAITERS from us, so M1 is unaffected.
+ */
+static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
+                         const struct timespec *abstime)
+{
+	for (;;) {
+		if (cas_word(m, 0, self))
+			return 0;
+		if (abstime && deadline_passed(clock, abstime))
+			return ETIMEDOUT;
+		sched_yield();
+	}
+}
+
+/*
+ * Take @m, free in the locked bucket @b, as @self.  If others are queued,
+ * set PLK_WAITERS and receive their donation (M1).
+ */
+static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t self)
+{
+	struct plk_thread *owner;
+	proxylock_mutex_t *next;
+	bool more = plk_waitq_first(b, m) != NULL;
+
+	if (!cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
+		return false;
+	if (more)
+		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
+	return true;
+}
+
+/*
+ * Our wait on @m timed out.  Leave the queue (unless the lock was handed
+ * to us meanwhile), withdraw our donation, and keep M1: if the queue is
+ * now empty clear PLK_WAITERS; if we had been woken, pass that on.
+ */
+static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
+{
+	struct plk_thread *owner = NULL;
+	proxylock_mutex_t *next = NULL;
+	struct plk_bucket *b = plk_waitq_lock(m);
+	bool changed = false, more;
+	uint32_t w;
+
+	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
+		plk_waitq_unlock(b);
+		return 0;
+	}
+	if (__atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED))
+		plk_waitq_dequeue(me);
+	if (acquire_locked(b, m, self)) {
+		plk_waitq_unlock(b);
+		return 0;
+	}
+	more = plk_waitq_first(b, m) != NULL;
+	w = plk_word(m);
+	if (more && !(w & PLK_WAITERS) && w != 0 && cas_word(m, w, w | PLK_WAITERS))
+		w |= PLK_WAITERS;
+	if (w & PLK_WAITERS) {
+		changed = plk_donate_update(b, m, &owner, &next);
+		if (!more)
+			cas_word(m, w, w & ~PLK_WAITERS);
+	}
+	plk_waitq_unlock(b);
+	if (changed && next)
+		plk_donate_propagate(owner, next);
+	return ETIMEDOUT;
+}
+
+/*
+ * Queue and sleep until @m is ours.  Called under rcu_read_lock(), which
+ * is dropped while parked.  Returns 0, ETIMEDOUT or EDEADLK.
+ */
+static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self,
+                      clockid_t clock, const struct timespec *abstime)
+{
+	bool woken = false;
+
+	if (plk_donate_lock_kinds(m))
+		plk_donate_waiter_refresh(me);
+	for (;;) {
+		struct plk_thread *owner = NULL;
+		proxylock_mutex_t *next = NULL;
+		struct plk_bucket *b = plk_waitq_lock(m);
+		bool changed, timedout;
+		uint32_t w = plk_word(m), st;
+
+		if (w == 0) {
+			bool got = acquire_locked(b, m, self);
+
+			plk_waitq_unlock(b);
+			if (got)
+				return 0;
+			continue;
+		}
+		if (!(w & PLK_WAITERS)) {
+			if (!cas_word(m, w, w | PLK_WAITERS)) {
+				plk_waitq_unlock(b);
+				continue;
+			}
+			w |= PLK_WAITERS;
+		}
+		if (plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
+			if (!plk_waitq_first(b, m))
+				cas_word(m, w, w & ~PLK_WAITERS);
+			plk_waitq_unlock(b);
+			return EDEADLK;
+		}
+		if (!woken)
+			me->enq_ns = now_ns();
+		plk_waitq_enqueue(b, me, m, woken);
+		changed = plk_donate_update(b, m, &owner, &next);
+		plk_waitq_unlock(b);
+		if (changed && next)
+			plk_donate_propagate(owner, next);
+
+		rcu_read_unlock();
+		plk_stat_inc(sleeps);
+		do
+			st = plk_waitq_park(me, clock, abstime, &timedout);
+		while (st == PLK_PARK_WAITING && !timedout);
+		rcu_read_lock();
+		if (st == PLK_PARK_HANDED)
+			return 0;
+		if (st == PLK_PARK_WAITING)
+			return lock_timedout(m, me, self);
+		woken = true;
+	}
+}
+
+static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	uint32_t self = plk_tid(), w = plk_word(m);
+	struct plk_thread *me;
+	int err;
+
+	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
+		return err;
+	if (abstime && !timespec_valid(abstime))
+		return EINVAL;
+	for (int i = 0; i < PLK_SPIN; i++) {
+		w = plk_word(m);
+		if (w == 0 && cas_word(m, 0, self))
+			return 0;
+		if (w & PLK_WAITERS)
+			break;  /* others are queued: do not barge past them by spinning */
+		plk_cpu_relax();
+	}
+	plk_stat_inc(contended);
+	rcu_read_lock();
+	me = plk_thread_self();
+	err = me ? lock_block(m, me, self, clock, abstime)
+	         : lock_yielding(m, self, clock, abstime);
+	rcu_read_unlock();
+	return err;
+}
+
+/* --- lock ------------------------------------------------------------ */
+
+int proxylock_mutex_lock(proxylock_mutex_t *m)
+{
+	uint32_t zero = 0;
+
+	if (__atomic_compare_exchange_n(&m->__word, &zero, plk_tid(), 0,
+	                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	return lock_slow(m, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_mutex_trylock(proxylock_mutex_t *m)
+{
+	uint32_t self = plk_tid(), w;
+	int err;
+
+	do {
+		w = plk_word(m);
+		if (w == 0 && cas_word(m, 0, self))
+			return 0;
+	} while (w == 0);
+	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
+		return err == EDEADLK ? EBUSY : err;
+	return EBUSY;
+}
+
+int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
+                              const struct timespec *abstime)
+{
+	uint32_t zero = 0;
+
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	if (__atomic_compare_exchange_n(&m->__word, &zero, plk_tid(), 0,
+	                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return 0;
+	if (!abstime)
+		return EINVAL;
+	return lock_slow(m, clock, abstime);
+}
+
+int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *abstime)
+{
+	return proxylock_mutex_clocklock(m, CLOCK_REALTIME, abstime);
+}
+
+/* --- unlock ---------------------------------------------------------- */
+
+/*
+ * Release @m, which has waiters, as @me.  Withdraw first (I3), then hand
+ * off or release, and wake exactly one waiter after dropping the bucket.
+ */
+static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
+{
+	struct plk_bucket *b = plk_waitq_lock(m);
+	struct plk_thread *head = plk_waitq_first(b, m), *owner;
+	proxylock_mutex_t *next;
+
+	if (me)
+		plk_donate_withdraw(me, m);
+	if (!head) {
+		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
+		plk_waitq_unlock(b);
+		return;
+	}
+	if (now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
+		__atomic_store_n(&m->__word, (uint32_t)head->tid |
+		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
+		plk_donate_update(b, m, &owner, &next);  /* head waits on nothing now */
+		plk_stat_inc(handoffs);
+	} else {
+		plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
+		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
+	}
+	plk_waitq_unlock(b);
+	plk_waitq_unpark(head);
+}
+
+static int unlock_slow(proxylock_mutex_t *m)
+{
+	uint32_t self = plk_tid(), w;
+
+	for (;;) {
+		w = plk_word(m);
+		if (!plk_owned_by_self(w, self))
+			return EPERM;
+		if (m->__count > 0) {
+			m->__count--;
+			return 0;
+		}
+		if (w & PLK_WAITERS)
+			break;
+		if (__atomic_compare_exchange_n(&m->__word, &w, 0, 0,
+		                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+			return 0;
+	}
+	rcu_read_lock();
+	unlock_wake(m, plk_thread_self());
+	rcu_read_unlock();
+	return 0;
+}
+
+int proxylock_mutex_unlock(proxylock_mutex_t *m)
+{
+	uint32_t self = plk_tid();
+
+	if (__atomic_load_n(&m->__count, __ATOMIC_RELAXED) == 0 &&
+	    __atomic_compare_exchange_n(&m->__word, &self, 0, 0,
+	                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		return 0;
+	return unlock_slow(m);
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * registry.h - per-thread records, found by TID.
+ *
+ * A record exists for every thread that ever waited on, or was waited on
+ * through, a proxylock.  It is created lazily on the first contended
+ * operation: by the thread itself when it waits, or by a waiter on behalf
+ * of an owner that has only ever taken locks on the fast path (the owner
+ * adopts it the first time it enters a slow path).  Records live in a
+ * cds_lfht keyed by TID and are read under the urcu-bp read lock; a
+ * thread's record is unlinked by its pthread key destructor and freed
+ * with call_rcu, so a reader holding rcu_read_lock() never touches freed
+ * memory.
+ */
+#ifndef PLK_REGISTRY_H
+#define PLK_REGISTRY_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <urcu-bp.h>
+#include <urcu/list.h>
+#include <urcu/rculfhash.h>
+
+#include "futex.h"
+#include "schedctl.h"
+
+/* Most locks with blocked waiters one thread can be lent through at once;
+ * beyond that, further locks' waiters lend nothing (chain_truncated). */
+#define PLK_HELD_MAX 16
+
+/* What the waiters of one lock lend its owner: the kinds, and the fold of
+ * the waiters' effective contexts for those kinds. */
+struct plk_lend {
+	unsigned kinds;          /* PROXYLOCK_DONATE_* present */
+	uint32_t rt_policy;      /* SCHED_FIFO/RR of the top rt prio */
+	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
+};
+
+struct plk_held {
+	const void *lock;
+	struct plk_lend lend;
+};
+
+/* Values of plk_thread.park, the futex word a waiter sleeps on. */
+enum { PLK_PARK_WAITING = 0, PLK_PARK_WOKEN = 1, PLK_PARK_HANDED = 2 };
+
+struct plk_thread {
+	pid_t tid;
+	struct cds_lfht_node hnode;
+	struct rcu_head rcu;
+
+	/* Donation state, under .lock. */
+	plk_ilock_t lock;
+	struct plk_sched_ctx base;     /* B(T) */
+	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
+	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
+	int nheld;                     /* entries in held[] */
+	struct plk_held held[PLK_HELD_MAX];
+
+	/* Wait state, under the bucket lock of .blocked_on. */
+	void *blocked_on;              /* lock waited for; atomic for readers */
+	struct cds_list_head wnode;    /* in that bucket's queue */
+	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
+	uint32_t park;                 /* PLK_PARK_*: futex word */
+};
+
+/**
+ * plk_tid - the caller's TID from a TLS cache (one syscall per thread;
+ * the fork child handler resets it).  Hot: inlined into the fast path.
+ */
+PLK_HIDDEN extern __thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
+PLK_HIDDEN uint32_t plk_tid_slow(void);
+static inline uint32_t plk_tid(void)
+{
+	uint32_t tid = plk_tls_tid;
+
+	return __builtin_expect(tid != 0, 1) ? tid : plk_tid_slow();
+}
+
+/**
+ * plk_prefork_tid - in a fork child, the TID the forking thread had in
+ * the parent (locks it held still carry it), else 0.
+ */
+PLK_HIDDEN uint32_t plk_prefork_tid(void);
+
+/** plk_forked_tid - in a fork child, the forking thread's new TID. */
+PLK_HIDDEN uint32_t plk_forked_tid(void);
+
+/**
+ * plk_thread_self - the caller's record, created and adopted on first
+ * use (so its key destructor reclaims it).  NULL only if out of memory.
+ * Must be called under rcu_read_lock() like every lookup.
+ */
+PLK_HIDDEN struct plk_thread *plk_thread_self(void);
+
+/** plk_thread_find - the record of @tid, or NULL.  Under rcu_read_lock(). */
+PLK_HIDDEN struct plk_thread *plk_thread_find(pid_t tid);
+
+/** plk_thread_get - find or create @tid's record.  Under rcu_read_lock(). */
+PLK_HIDDEN struct plk_thread *plk_thread_get(pid_t tid);
+
+/** plk_registry_count - records currently linked (tests, stats). */
+PLK_HIDDEN unsigned long plk_registry_count(void);
+
+/** plk_registry_fork_prepare/parent/child - pthread_atfork hooks. */
+PLK_HIDDEN void plk_registry_fork_prepare(void);
+PLK_HIDDEN void plk_registry_fork_parent(void);
+PLK_HIDDEN void plk_registry_fork_child(void);
+
+#endif /* PLK_REGISTRY_H */

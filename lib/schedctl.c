@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schedctl.c - scheduler back-end.
+ *
+ * glibc 2.36 has no sched_setattr wrapper, so the syscalls are spelled
+ * out with our own struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes).
+ *
+ * Capability probing is done once:
+ *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
+ *    with SCHED_FLAG_KEEP_ALL.  A kernel without CONFIG_UCLAMP_TASK says
+ *    EOPNOTSUPP (older ones EINVAL or E2BIG, very old ENOSYS).
+ *  - nice, RT: CAP_SYS_NICE in the effective set (capget), or a non-zero
+ *    RLIMIT_NICE / RLIMIT_RTPRIO.  A boost the kernel still refuses with
+ *    EPERM at run time is skipped and counted (stats.eperm_skipped).
+ *  - affinity: always; CPUs outside the process's cpuset are dropped by
+ *    the donation engine before a call is made.
+ */
+#include <errno.h>
+#include <linux/capability.h>
+#include <numa.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "proxylock.h"
+#include "schedctl.h"
+#include "stats.h"
+
+#ifndef SCHED_FLAG_RESET_ON_FORK
+#define SCHED_FLAG_RESET_ON_FORK 0x01
+#endif
+#define PLK_SCHED_FLAG_KEEP_ALL 0x18    /* KEEP_POLICY | KEEP_PARAMS */
+#define PLK_SCHED_FLAG_UTIL_CLAMP 0x60  /* UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
+
+struct plk_sched_attr {
+	uint32_t size;
+	uint32_t sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime;
+	uint64_t sched_deadline;
+	uint64_t sched_period;
+	uint32_t sched_util_min;
+	uint32_t sched_util_max;
+};
+
+static int sys_getattr(pid_t tid, struct plk_sched_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0) == 0)
+		return 0;
+	return errno;
+}
+
+static int sys_setattr(pid_t tid, struct plk_sched_attr *a)
+{
+	a->size = sizeof(*a);
+	plk_stat_inc(setattr_calls);
+	if (syscall(SYS_sched_setattr, tid, a, 0) == 0)
+		return 0;
+	return errno;
+}
+
+/* --- capability probe ------------------------------------------------ */
+
+static unsigned caps_cached;
+static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
+static cpu_set_t cpuset_allowed;
+
+static bool has_cap_sys_nice(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+}
+
+static bool rlimit_nonzero(int resource)
+{
+	struct rlimit rl;
+
+	return getrlimit(resource, &rl) == 0 && rl.rlim_cur > 0;
+}
+
+static bool probe_uclamp(void)
+{
+	struct plk_sched_attr a;
+
+	if (sys_getattr(0, &a) != 0)
+		return false;
+	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
+	a.size = sizeof(a);
+	/* Re-set the clamps we already have: changes nothing if it works. */
+	return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+}
+
+static void read_cpuset(void)
+{
+	char line[4096], path[sizeof(line) + 64] = "";
+	struct bitmask *bm = NULL;
+	FILE *f;
+
+	CPU_ZERO(&cpuset_allowed);
+	f = fopen("/proc/self/cgroup", "re");
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "0::", 3) == 0) {
+				line[strcspn(line, "\n")] = 0;
+				snprintf(path, sizeof(path),
+				         "/sys/fs/cgroup%s/cpuset.cpus.effective", line + 3);
+			}
+		fclose(f);
+		f = fopen(path, "re");
+		if (f && fgets(line, sizeof(line), f) && line[0] != '\n') {
+			line[strcspn(line, "\n")] = 0;
+			bm = numa_parse_cpustring_all(line);
+		}
+		if (f)
+			fclose(f);
+	}
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (bm ? numa_bitmask_isbitset(bm, cpu) : cpu < numa_num_configured_cpus())
+			CPU_SET(cpu, &cpuset_allowed);
+	if (bm)
+		numa_bitmask_free(bm);
+}
+
+static void probe_caps(void)
+{
+	unsigned caps = PROXYLOCK_DONATE_AFFINITY;
+	bool nice_cap = has_cap_sys_nice();
+
+	if (probe_uclamp())
+		caps |= PROXYLOCK_DONATE_UCLAMP;
+	if (nice_cap || rlimit_nonzero(RLIMIT_NICE))
+		caps |= PROXYLOCK_DONATE_NICE;
+	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
+		caps |= PROXYLOCK_DONATE_RT;
+	read_cpuset();
+	caps_cached = caps;
+}
+
+unsigned plk_sched_caps(void)
+{
+	pthread_once(&caps_once, probe_caps);
+	return caps_cached;
+}
+
+const cpu_set_t *plk_sched_cpuset(void)
+{
+	pthread_once(&caps_once, probe_caps);
+	return &cpuset_allowed;
+}
+
+/* --- reading and applying -------------------------------------------- */
+
+int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
+{
+	struct plk_sched_attr a;
+	int err = sys_getattr(tid, &a);
+
+	if (err)
+		return err;
+	memset(out, 0, sizeof(*out));
+	out->policy = a.sched_policy;
+	out->nice = plk_sched_is_rt(a.sched_policy) ? 0 : a.sched_nice;
+	out->rt_prio = a.sched_priority;
+	out->umin = a.sched_util_min;
+	out->umax = a.sched_util_max;
+	out->flags = a.sched_flags & SCHED_FLAG_RESET_ON_FORK;
+	if (sched_getaffinity(tid, sizeof(out->cpus), &out->cpus) != 0)
+		return errno;
+	return 0;
+}
+
+static bool attr_equal(const struct plk_sched_ctx *a, const struct plk_sched_ctx *b)
+{
+	return a->policy == b->policy && a->rt_prio == b->rt_prio &&
+	       (plk_sched_is_rt(a->policy) || a->nice == b->nice) &&
+	       a->umin == b->umin && a->umax == b->umax;
+}
+
+bool plk_sched_equal(const struct plk_sched_ctx *a, const struct plk_sched_ctx *b)
+{
+	return attr_equal(a, b) && CPU_EQUAL(&a->cpus, &b->cpus);
+}
+
+static int set_attr(pid_t tid, const struct plk_sched_ctx *c, bool uclamp)
+{
+	struct plk_sched_attr a = {
+		.sched_policy = c->policy,
+		.sched_flags = c->flags | (uclamp ? PLK_SCHED_FLAG_UTIL_CLAMP : 0),
+		.sched_nice = plk_sched_is_rt(c->policy) ? 0 : c->nice,
+		.sched_priority = plk_sched_is_rt(c->policy) ? c->rt_prio : 0,
+		.sched_util_min = c->umin,
+		.sched_util_max = c->umax,
+	};
+
+	return sys_setattr(tid, &a);
+}
+
+/*
+ * Drop, one at a time, the parts of @try that need privilege: first the
+ * RT policy, then the nice boost.  Returns false when nothing is left to
+ * drop.
+ */
+static bool drop_privileged_part(struct plk_sched_ctx *try, const struct plk_sched_ctx *cur)
+{
+	if (plk_sched_is_rt(try->policy) &&
+	    (try->policy != cur->policy || try->rt_prio > cur->rt_prio)) {
+		try->policy = cur->policy;  /* keep the nice part, if any */
+		try->rt_prio = cur->rt_prio;
+		return true;
+	}
+	if (!plk_sched_is_rt(try->policy) && (try->nice < cur->nice || try->policy != cur->policy)) {
+		try->nice = cur->nice;
+		try->policy = cur->policy;
+		try->rt_prio = cur->rt_prio;
+		return true;
+	}
+	return false;
+}
+
+static void apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+{
+	bool uclamp = (plk_sched_caps() & PROXYLOCK_DONATE_UCLAMP) &&
+	              (cur->umin != want->umin || cur->umax != want->umax);
+	struct plk_sched_ctx try = *want;
+	int err;
+
+	for (;;) {
+		if (!uclamp) {
+			try.umin = cur->umin;
+			try.umax = cur->umax;
+		}
+		if (attr_equal(&try, cur))
+			return;
+		err = set_attr(tid, &try, uclamp);
+		if (err == 0)
+			break;
+		if (err != EPERM)
+			return;  /* ESRCH (gone), EINVAL: leave the kernel as it is */
+		plk_stat_inc(eperm_skipped);
+		if (!drop_privileged_part(&try, cur)) {
+			if (!uclamp)
+				return;
+			uclamp = false;
+		}
+	}
+	cur->policy = try.policy;
+	cur->nice = try.nice;
+	cur->rt_prio = try.rt_prio;
+	cur->umin = try.umin;
+	cur->umax = try.umax;
+}
+
+static void apply_affinity(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+{
+	if (CPU_EQUAL(&cur->cpus, &want->cpus) || CPU_COUNT(&want->cpus) == 0)
+		return;
+	plk_stat_inc(setaff_calls);
+	if (sched_setaffinity(tid, sizeof(want->cpus), &want->cpus) == 0)
+		cur->cpus = want->cpus;
+}
+
+bool plk_sched_apply(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+{
+	struct plk_sched_ctx before = *cur;
+
+	apply_attr(tid, cur, want);
+	apply_affinity(tid, cur, want);
+	return !plk_sched_equal(&before, cur);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * schedctl.h - scheduler back-end: a thread's scheduling context as the
+ * kernel sees it, read and written with sched_getattr(2), sched_setattr(2),
+ * sched_getaffinity(2) and sched_setaffinity(2), and the probe of what
+ * this kernel and these privileges permit.
+ */
+#ifndef PLK_SCHEDCTL_H
+#define PLK_SCHEDCTL_H
+
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "futex.h"
+
+/* A scheduling context: what B(T) and E(T) are made of. */
+struct plk_sched_ctx {
+	uint32_t policy;   /* SCHED_OTHER, _BATCH, _IDLE, _FIFO, _RR */
+	int32_t nice;      /* meaningful for the non-RT policies */
+	uint32_t rt_prio;  /* meaningful for SCHED_FIFO/SCHED_RR */
+	uint32_t umin;     /* uclamp_min, 0..1024 (0 where unsupported) */
+	uint32_t umax;     /* uclamp_max, 0..1024 */
+	uint64_t flags;    /* SCHED_FLAG_RESET_ON_FORK as read */
+	cpu_set_t cpus;    /* CPU affinity */
+};
+
+/**
+ * plk_sched_read - read @tid's (0: the caller's) context from the kernel.
+ * Returns 0 or an errno value (ESRCH: the thread is gone).
+ */
+PLK_HIDDEN int plk_sched_read(pid_t tid, struct plk_sched_ctx *out);
+
+/**
+ * plk_sched_apply - make the kernel's view of @tid go from *@cur to
+ * *@want, issuing only the calls for fields that differ (no call at all
+ * when they are equal).  A part the kernel refuses with EPERM (a nice or
+ * RT boost without privilege) is dropped and counted, never reported.
+ * On return *@cur holds what the kernel now has.  Returns true if
+ * anything was changed.
+ */
+PLK_HIDDEN bool plk_sched_apply(pid_t tid, struct plk_sched_ctx *cur,
+                                const struct plk_sched_ctx *want);
+
+/** plk_sched_equal - true if @a and @b name the same kernel state. */
+PLK_HIDDEN bool plk_sched_equal(const struct plk_sched_ctx *a,
+                                const struct plk_sched_ctx *b);
+
+/** plk_sched_is_rt - true for SCHED_FIFO and SCHED_RR. */
+static inline bool plk_sched_is_rt(uint32_t policy)
+{
+	return policy == SCHED_FIFO || policy == SCHED_RR;
+}
+
+/**
+ * plk_sched_caps - PROXYLOCK_DONATE_* kinds the kernel and the process's
+ * privileges allow; probed on the first call, cached afterwards.
+ */
+PLK_HIDDEN unsigned plk_sched_caps(void);
+
+/**
+ * plk_sched_cpuset - the CPUs the process's cpuset lets its threads use
+ * (cgroup v2 cpuset.cpus.effective, else every configured CPU); read once.
+ */
+PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
+
+#endif /* PLK_SCHEDCTL_H */

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * waitq.c - the bucket table and parking (see waitq.h).
+ *
+ * Invariants, each under the bucket lock:
+ *  - t is on a bucket list  <=>  t->blocked_on != NULL, and it is the
+ *    bucket of t->blocked_on;
+ *  - t->park is PLK_PARK_WAITING while t is queued; it is set to WOKEN
+ *    or HANDED exactly when t is taken off by someone else.
+ * A record's memory outlives the wake (records are RCU-freed), so waking
+ * after the bucket lock is dropped never touches freed memory.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "waitq.h"
+
+/*
+ * Zero-filled, so usable before any constructor has run (the interposer
+ * can be entered from other libraries' constructors); an empty list head
+ * is set up on first use, under the bucket lock.
+ */
+static struct plk_bucket buckets[PLK_WAITQ_BUCKETS];
+
+struct plk_bucket *plk_waitq_lock(const void *lock)
+{
+	uintptr_t a = (uintptr_t)lock;
+	struct plk_bucket *b;
+
+	/* Locks are at least 4-byte aligned: drop those bits, then mix. */
+	a = (a >> 2) * 0x9E3779B97F4A7C15ull;
+	b = &buckets[a >> (64 - PLK_WAITQ_SHIFT)];
+	plk_ilock_lock(&b->lock);
+	if (__builtin_expect(b->waiters.next == NULL, 0))
+		CDS_INIT_LIST_HEAD(&b->waiters);
+	return b;
+}
+
+void plk_waitq_unlock(struct plk_bucket *b)
+{
+	plk_ilock_unlock(&b->lock);
+}
+
+void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
+                       bool at_head)
+{
+	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
+	if (at_head) {
+		/* Back in front of every other waiter of the same lock. */
+		struct plk_thread *first = plk_waitq_first(b, lock);
+
+		if (first)
+			cds_list_add_tail(&t->wnode, &first->wnode);
+		else
+			cds_list_add_tail(&t->wnode, &b->waiters);
+	} else {
+		cds_list_add_tail(&t->wnode, &b->waiters);
+	}
+}
+
+void plk_waitq_dequeue(struct plk_thread *t)
+{
+	cds_list_del_init(&t->wnode);
+	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELEASE);
+}
+
+struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock)
+{
+	struct plk_thread *t;
+
+	plk_waitq_for_each(b, lock, t)
+		return t;
+	return NULL;
+}
+
+uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
+                        const struct timespec *abstime, bool *timedout)
+{
+	int err = plk_futex_wait(&t->park, PLK_PARK_WAITING, clock, abstime);
+
+	*timedout = err == ETIMEDOUT;
+	return __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+}
+
+void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state)
+{
+	plk_waitq_dequeue(t);
+	__atomic_store_n(&t->park, state, __ATOMIC_RELEASE);
+}
+
+void plk_waitq_unpark(struct plk_thread *t)
+{
+	plk_futex_wake(&t->park, 1);
+}
+
+void plk_waitq_fork_prepare(void)
+{
+	for (int i = 0; i < PLK_WAITQ_BUCKETS; i++)
+		plk_ilock_lock(&buckets[i].lock);
+}
+
+void plk_waitq_fork_parent(void)
+{
+	for (int i = PLK_WAITQ_BUCKETS - 1; i >= 0; i--)
+		plk_ilock_unlock(&buckets[i].lock);
+}
+
+/* Child: every queued waiter was a parent thread; empty all queues. */
+void plk_waitq_fork_child(void)
+{
+	for (int i = 0; i < PLK_WAITQ_BUCKETS; i++) {
+		buckets[i].lock.word = 0;
+		buckets[i].waiters.next = buckets[i].waiters.prev = NULL;
+	}
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * waitq.h - per-lock wait queues, kept outside the lock.
+ *
+ * As the kernel's futex hash does, waiters of all locks live in a fixed
+ * table of buckets hashed by lock address; each bucket has an internal
+ * lock and one FIFO list of thread records, each tagged with the lock it
+ * waits for (plk_thread.blocked_on).  A waiter sleeps on its own record's
+ * park word, so a wake reaches exactly the thread chosen: no herd.
+ */
+#ifndef PLK_WAITQ_H
+#define PLK_WAITQ_H
+
+#include <stdbool.h>
+
+#include "futex.h"
+#include "registry.h"
+
+#define PLK_WAITQ_SHIFT 8
+#define PLK_WAITQ_BUCKETS (1 << PLK_WAITQ_SHIFT)
+
+struct plk_bucket {
+	plk_ilock_t lock;
+	struct cds_list_head waiters;  /* plk_thread.wnode, FIFO */
+} __attribute__((aligned(64)));
+
+/** plk_waitq_lock - lock and return the bucket of @lock. */
+PLK_HIDDEN struct plk_bucket *plk_waitq_lock(const void *lock);
+
+/** plk_waitq_unlock - unlock bucket @b. */
+PLK_HIDDEN void plk_waitq_unlock(struct plk_bucket *b);
+
+/** plk_waitq_enqueue - queue @t on @lock in @b, at the head or tail. */
+PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,
+                                  void *lock, bool at_head);
+
+/** plk_waitq_dequeue - take @t off its queue; blocked_on becomes NULL. */
+PLK_HIDDEN void plk_waitq_dequeue(struct plk_thread *t);
+
+/** plk_waitq_first - oldest waiter on @lock in @b, or NULL. */
+PLK_HIDDEN struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock);
+
+/** plk_waitq_for_each - iterate @t over @lock's waiters in locked @b. */
+#define plk_waitq_for_each(b, lock, t)                                 \
+	cds_list_for_each_entry(t, &(b)->waiters, wnode)               \
+		if (__atomic_load_n(&(t)->blocked_on, __ATOMIC_RELAXED) == (lock))
+
+/**
+ * plk_waitq_park - sleep on @t's park word while it is PLK_PARK_WAITING,
+ * until @abstime on @clock (NULL: forever).  Returns the park value seen
+ * (acquire), or PLK_PARK_WAITING on timeout or spurious wake-up, with
+ * *@timedout set when the deadline passed.
+ */
+PLK_HIDDEN uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
+                                   const struct timespec *abstime, bool *timedout);
+
+/**
+ * plk_waitq_unpark_prepare - under the bucket lock, take @t off the queue
+ * and set its park word to @state (PLK_PARK_WOKEN or _HANDED).  The wake
+ * itself (plk_waitq_unpark) is issued after the bucket lock is dropped.
+ */
+PLK_HIDDEN void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state);
+
+/** plk_waitq_unpark - wake @t's park word.  Under rcu_read_lock(). */
+PLK_HIDDEN void plk_waitq_unpark(struct plk_thread *t);
+
+/** plk_waitq_fork_prepare/parent/child - pthread_atfork hooks. */
+PLK_HIDDEN void plk_waitq_fork_prepare(void);
+PLK_HIDDEN void plk_waitq_fork_parent(void);
+PLK_HIDDEN void plk_waitq_fork_child(void);
+
+#endif /* PLK_WAITQ_H */

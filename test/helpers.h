@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * helpers.h - shared test helpers: threads, CPU pinning, and the
+ * kernel's view of a thread (sched_getattr, sched_getaffinity), read
+ * with raw syscalls so the tests never trust the library's bookkeeping.
+ */
+#ifndef PLK_TEST_HELPERS_H
+#define PLK_TEST_HELPERS_H
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proxylock.h"
+
+struct kview {
+	uint32_t policy;
+	int32_t nice;
+	uint32_t rt_prio;
+	uint32_t umin, umax;
+	cpu_set_t cpus;
+};
+
+struct test_sched_attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+/* The kernel's view of @tid (0: caller). */
+static inline struct kview kview_of(pid_t tid)
+{
+	struct test_sched_attr a;
+	struct kview v;
+
+	memset(&a, 0, sizeof(a));
+	memset(&v, 0, sizeof(v));
+	ck_assert_int_eq(syscall(SYS_sched_getattr, tid, &a, sizeof(a), 0), 0);
+	v.policy = a.sched_policy;
+	v.nice = a.sched_nice;
+	v.rt_prio = a.sched_priority;
+	v.umin = a.sched_util_min;
+	v.umax = a.sched_util_max;
+	ck_assert_int_eq(sched_getaffinity(tid, sizeof(v.cpus), &v.cpus), 0);
+	return v;
+}
+
+static inline bool kview_equal(const struct kview *a, const struct kview *b)
+{
+	return a->policy == b->policy && a->nice == b->nice && a->rt_prio == b->rt_prio &&
+	       a->umin == b->umin && a->umax == b->umax && CPU_EQUAL(&a->cpus, &b->cpus);
+}
+
+/* Pin the caller to exactly @cpu. */
+static inline void pin_self(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(s), &s), 0);
+}
+
+static inline bool affinity_is(pid_t tid, int cpu_a, int cpu_b)
+{
+	struct kview v = kview_of(tid);
+	cpu_set_t want;
+
+	CPU_ZERO(&want);
+	CPU_SET(cpu_a, &want);
+	if (cpu_b >= 0)
+		CPU_SET(cpu_b, &want);
+	return CPU_EQUAL(&v.cpus, &want);
+}
+
+static inline void set_nice_self(int nice)
+{
+	struct test_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
+	                             .sched_nice = nice };
+
+	ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &a, 0), 0);
+}
+
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct timespec abstime_in(clockid_t clock, long ns)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	ts.tv_nsec += ns % 1000000000L;
+	ts.tv_sec += ns / 1000000000L + ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	return ts;
+}
+
+/* Spin for @ns of CPU work. */
+static inline void burn_ns(uint64_t ns)
+{
+	uint64_t end = mono_ns() + ns;
+
+	while (mono_ns() < end)
+		;
+}
+
+/* Poll @cond (an expression) every 100 us for up to @ms; true if it held. */
+#define eventually(cond, ms) ({                                          \
+	bool ok_ = false;                                                \
+	for (int i_ = 0; i_ < (ms) * 10 && !(ok_ = (cond)); i_++)       \
+		usleep(100);                                             \
+	ok_ || (cond);                                                   \
+})
+
+/* Is thread @tid asleep ('S' in /proc/self/task/<tid>/stat)? */
+static inline bool thread_sleeping(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	bool s = false;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		s = p[2] == 'S';
+	fclose(f);
+	return s;
+}
+
+static inline pid_t gettid_(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+/* One Check suite per file, run with CK_NORMAL; exit status = failures. */
+#define PLK_TEST_MAIN(make_suite)                                        \
+	int main(void)                                                   \
+	{                                                                \
+		SRunner *sr = srunner_create(make_suite());             \
+		int failed;                                              \
+		srunner_run_all(sr, CK_NORMAL);                          \
+		failed = srunner_ntests_failed(sr);                      \
+		srunner_free(sr);                                        \
+		return failed ? EXIT_FAILURE : EXIT_SUCCESS;             \
+	}
+
+#endif /* PLK_TEST_HELPERS_H */

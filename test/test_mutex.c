@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_mutex.c - the mutex's semantics: exclusion, types, error codes,
+ * timeouts, wake-ups, fairness bound, fork.
+ */
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+_Static_assert(sizeof(proxylock_mutex_t) <= 40, "must fit in a pthread_mutex_t");
+
+/* --- mutual exclusion ------------------------------------------------ */
+
+#define EXCL_THREADS 8
+#define EXCL_ITERS 100000
+
+static proxylock_mutex_t excl_lock = PROXYLOCK_MUTEX_INITIALIZER;
+static unsigned long excl_counter;  /* deliberately not atomic */
+
+static void *excl_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < EXCL_ITERS; i++) {
+		ck_assert_int_eq(proxylock_mutex_lock(&excl_lock), 0);
+		excl_counter++;
+		ck_assert_int_eq(proxylock_mutex_unlock(&excl_lock), 0);
+	}
+	return NULL;
+}
+
+START_TEST(mutual_exclusion_8_threads_1e5_acquisitions_each)
+{
+	pthread_t th[EXCL_THREADS];
+	struct proxylock_stats st;
+
+	for (int i = 0; i < EXCL_THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, excl_worker, NULL), 0);
+	for (int i = 0; i < EXCL_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_uint_eq(excl_counter, (unsigned long)EXCL_THREADS * EXCL_ITERS);
+	ck_assert_uint_eq(proxylock_mutex_owner(&excl_lock), 0);
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.contended > 0, "8 threads never contended: the test proved nothing");
+}
+END_TEST
+
+START_TEST(zero_bytes_are_an_unlocked_normal_mutex)
+{
+	proxylock_mutex_t m;
+	int type = -1;
+	proxylock_mutexattr_t a;
+
+	memset(&m, 0, sizeof(m));
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), EBUSY);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), 0);
+	ck_assert_int_eq(proxylock_mutexattr_init(&a), 0);
+	ck_assert_int_eq(proxylock_mutexattr_gettype(&a, &type), 0);
+	ck_assert_int_eq(type, PROXYLOCK_MUTEX_NORMAL);
+	ck_assert_int_eq(proxylock_mutexattr_settype(&a, 7), EINVAL);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&a, 0x100), EINVAL);
+	ck_assert_int_eq(proxylock_mutexattr_destroy(&a), 0);
+	ck_assert_int_eq(proxylock_mutex_init(&m, &a), EINVAL);  /* destroyed attr */
+}
+END_TEST
+
+/* --- a helper thread that holds a lock until told to let go ---------- */
+
+struct holder {
+	proxylock_mutex_t *m;
+	pthread_t th;
+	pid_t tid;
+	int locked, release;
+};
+
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+
+	h->tid = gettid_();
+	ck_assert_int_eq(proxylock_mutex_lock(h->m), 0);
+	__atomic_store_n(&h->locked, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&h->release, __ATOMIC_ACQUIRE))
+		usleep(200);
+	ck_assert_int_eq(proxylock_mutex_unlock(h->m), 0);
+	return NULL;
+}
+
+static void holder_start(struct holder *h, proxylock_mutex_t *m)
+{
+	memset(h, 0, sizeof(*h));
+	h->m = m;
+	ck_assert_int_eq(pthread_create(&h->th, NULL, holder_main, h), 0);
+	while (!__atomic_load_n(&h->locked, __ATOMIC_ACQUIRE))
+		usleep(100);
+}
+
+static void holder_stop(struct holder *h)
+{
+	__atomic_store_n(&h->release, 1, __ATOMIC_RELEASE);
+	pthread_join(h->th, NULL);
+}
+
+/* --- trylock, timedlock, clocklock ----------------------------------- */
+
+START_TEST(trylock_is_ebusy_while_another_thread_holds_it)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct holder h;
+
+	holder_start(&h, &m);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), h.tid);
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), EBUSY);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), EPERM);  /* not ours */
+	holder_stop(&h);
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+}
+END_TEST
+
+START_TEST(timedlock_rejects_bad_timespec_only_when_it_would_block)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct timespec bad = { .tv_sec = 0, .tv_nsec = 1000000000L };
+	struct timespec neg = { .tv_sec = 0, .tv_nsec = -1 };
+	struct holder h;
+
+	/* Free: POSIX says the time is not checked. */
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &bad), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	holder_start(&h, &m);
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &bad), EINVAL);
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &neg), EINVAL);
+	ck_assert_int_eq(proxylock_mutex_clocklock(&m, CLOCK_MONOTONIC, &bad), EINVAL);
+	holder_stop(&h);
+}
+END_TEST
+
+START_TEST(timedlock_past_deadline_times_out_promptly)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct timespec past = { .tv_sec = 1, .tv_nsec = 0 };  /* 1970 */
+	struct holder h;
+	uint64_t t0;
+
+	holder_start(&h, &m);
+	t0 = mono_ns();
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &past), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_mutex_clocklock(&m, CLOCK_MONOTONIC, &past), ETIMEDOUT);
+	ck_assert_msg(mono_ns() - t0 < 1000000000ull, "past deadline took over a second");
+	holder_stop(&h);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), 0);  /* no waiter left behind */
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+}
+END_TEST
+
+START_TEST(timedlock_waits_at_least_until_the_deadline_on_each_clock)
+{
+	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct holder h;
+
+	holder_start(&h, &m);
+	for (int i = 0; i < 2; i++) {
+		struct timespec dl = abstime_in(clocks[i], 30 * 1000000L);
+		uint64_t t0 = mono_ns();
+
+		ck_assert_int_eq(proxylock_mutex_clocklock(&m, clocks[i], &dl), ETIMEDOUT);
+		ck_assert_msg(mono_ns() - t0 >= 29 * 1000000ull, "woke before the deadline");
+	}
+	ck_assert_int_eq(proxylock_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID,
+	                                           &(struct timespec){ 0, 0 }), EINVAL);
+	holder_stop(&h);
+}
+END_TEST
+
+struct timed_waiter {
+	proxylock_mutex_t *m;
+	int rc;
+};
+
+static void *timed_waiter_main(void *arg)
+{
+	struct timed_waiter *w = arg;
+	struct timespec dl = abstime_in(CLOCK_REALTIME, 5 * 1000000000L);
+
+	w->rc = proxylock_mutex_timedlock(w->m, &dl);
+	if (w->rc == 0)
+		proxylock_mutex_unlock(w->m);
+	return NULL;
+}
+
+START_TEST(timedlock_succeeds_when_the_holder_lets_go_in_time)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct timed_waiter w = { &m, -1 };
+	struct holder h;
+	pthread_t th;
+
+	holder_start(&h, &m);
+	pthread_create(&th, NULL, timed_waiter_main, &w);
+	usleep(20000);
+	holder_stop(&h);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, 0);
+}
+END_TEST
+
+/* --- types ----------------------------------------------------------- */
+
+static void init_typed(proxylock_mutex_t *m, int type)
+{
+	proxylock_mutexattr_t a;
+
+	ck_assert_int_eq(proxylock_mutexattr_init(&a), 0);
+	ck_assert_int_eq(proxylock_mutexattr_settype(&a, type), 0);
+	ck_assert_int_eq(proxylock_mutex_init(m, &a), 0);
+	proxylock_mutexattr_destroy(&a);
+}
+
+START_TEST(errorcheck_relock_is_edeadlk_and_foreign_unlock_eperm)
+{
+	proxylock_mutex_t m;
+	struct holder h;
+
+	init_typed(&m, PROXYLOCK_MUTEX_ERRORCHECK);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), EPERM);  /* unlocked */
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&m), EDEADLK);
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), EBUSY);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	holder_start(&h, &m);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), EPERM);
+	holder_stop(&h);
+}
+END_TEST
+
+START_TEST(recursive_counts_relocks_and_releases_on_the_last_unlock)
+{
+	proxylock_mutex_t m;
+	struct timed_waiter w;
+	pthread_t th;
+
+	init_typed(&m, PROXYLOCK_MUTEX_RECURSIVE);
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_trylock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());  /* still held once */
+	w = (struct timed_waiter){ &m, -1 };
+	pthread_create(&th, NULL, timed_waiter_main, &w);
+	usleep(20000);
+	ck_assert_int_eq(w.rc, -1);  /* still blocked behind our last level */
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(w.rc, 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), EPERM);
+}
+END_TEST
+
+START_TEST(destroy_of_a_locked_mutex_is_ebusy)
+{
+	proxylock_mutex_t m;
+
+	ck_assert_int_eq(proxylock_mutex_init(&m, NULL), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_destroy(&m), EBUSY);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_destroy(&m), 0);
+}
+END_TEST
+
+START_TEST(normal_relock_deadlocks_as_posix_says_until_the_deadline)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct timespec dl = abstime_in(CLOCK_REALTIME, 20 * 1000000L);
+
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &dl), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), 0);
+}
+END_TEST
+
+/* --- wake/wait storm ------------------------------------------------- */
+
+#define STORM_THREADS 16
+#define STORM_ITERS 20000
+
+static proxylock_mutex_t storm_lock = PROXYLOCK_MUTEX_INITIALIZER;
+static unsigned long storm_counter, storm_timeouts;
+
+static void *storm_worker(void *arg)
+{
+	long id = (long)arg;
+
+	for (int i = 0; i < STORM_ITERS; i++) {
+		int rc;
+
+		if ((i + id) % 7 == 0) {
+			/* Deadlines short enough to race with wake-ups. */
+			struct timespec dl = abstime_in(CLOCK_MONOTONIC, (i % 5) * 20000L);
+
+			rc = proxylock_mutex_clocklock(&storm_lock, CLOCK_MONOTONIC, &dl);
+		} else {
+			rc = proxylock_mutex_lock(&storm_lock);
+		}
+		if (rc == ETIMEDOUT) {
+			__atomic_fetch_add(&storm_timeouts, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		ck_assert_int_eq(rc, 0);
+		storm_counter++;
+		if (i % 64 == 0)
+			sched_yield();  /* get preempted holding it: more sleepers */
+		ck_assert_int_eq(proxylock_mutex_unlock(&storm_lock), 0);
+	}
+	return NULL;
+}
+
+START_TEST(no_lost_wakeup_in_a_wake_wait_storm_with_timeouts)
+{
+	pthread_t th[STORM_THREADS];
+	struct proxylock_stats st;
+	unsigned long done;
+
+	for (long i = 0; i < STORM_THREADS; i++)
+		pthread_create(&th[i], NULL, storm_worker, (void *)i);
+	for (int i = 0; i < STORM_THREADS; i++)
+		pthread_join(th[i], NULL);  /* a lost wake-up hangs here: Check's timeout fails it */
+	done = storm_counter + storm_timeouts;
+	ck_assert_uint_eq(done, (unsigned long)STORM_THREADS * STORM_ITERS);
+	ck_assert_uint_eq(proxylock_mutex_owner(&storm_lock), 0);
+	ck_assert_uint_eq(storm_lock.__word, 0);  /* no stale waiters bit */
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.sleeps > 1000, "only %lu sleeps: the storm never slept", (unsigned long)st.sleeps);
+}
+END_TEST
+
+/* --- fairness bound -------------------------------------------------- */
+
+static proxylock_mutex_t fair_lock = PROXYLOCK_MUTEX_INITIALIZER;
+static int fair_stop;
+
+/* Retakes the lock the instant it lets go: a barger that would starve
+ * a sleeping waiter without the handoff bound. */
+static void *fair_barger(void *arg)
+{
+	(void)arg;
+	pin_self(0);
+	while (!__atomic_load_n(&fair_stop, __ATOMIC_RELAXED)) {
+		proxylock_mutex_lock(&fair_lock);
+		burn_ns(200 * 1000);
+		proxylock_mutex_unlock(&fair_lock);
+	}
+	return NULL;
+}
+
+START_TEST(a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound)
+{
+	uint64_t worst = 0;
+	struct proxylock_stats st;
+	pthread_t th;
+
+	pthread_create(&th, NULL, fair_barger, NULL);
+	pin_self(1);
+	usleep(10000);
+	for (int i = 0; i < 50; i++) {
+		uint64_t t0 = mono_ns(), dt;
+
+		ck_assert_int_eq(proxylock_mutex_lock(&fair_lock), 0);
+		dt = mono_ns() - t0;
+		ck_assert_int_eq(proxylock_mutex_unlock(&fair_lock), 0);
+		worst = dt > worst ? dt : worst;
+		usleep(1000);
+	}
+	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	proxylock_stats_get(&st);
+	/* Bound: 500 us of queueing plus one 200 us critical section; the
+	 * margin is for a shared machine's scheduling noise, and is still
+	 * far below the 50 x 200 us a starved waiter would see. */
+	ck_assert_msg(worst < 30 * 1000000ull, "worst wait %llu us", (unsigned long long)worst / 1000);
+	ck_assert_msg(st.handoffs > 0, "the bound was never used: nothing was tested");
+}
+END_TEST
+
+/* --- fork ------------------------------------------------------------ */
+
+static int fork_stop;
+static proxylock_mutex_t fork_busy = PROXYLOCK_MUTEX_INITIALIZER;
+
+static void *fork_churn(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&fork_stop, __ATOMIC_RELAXED)) {
+		proxylock_mutex_lock(&fork_busy);
+		proxylock_mutex_unlock(&fork_busy);
+	}
+	return NULL;
+}
+
+static int child_checks(proxylock_mutex_t *held_before_fork)
+{
+	proxylock_mutex_t fresh = PROXYLOCK_MUTEX_INITIALIZER;
+	struct timed_waiter w = { &fresh, -1 };
+	pthread_t th;
+
+	if (proxylock_mutex_owner(held_before_fork) != gettid_())
+		return 10;  /* the pre-fork lock must be named as ours */
+	if (proxylock_mutex_unlock(held_before_fork) != 0)
+		return 11;
+	if (proxylock_mutex_lock(&fresh) != 0 || proxylock_mutex_owner(&fresh) != gettid_())
+		return 12;
+	/* A new thread in the child contends and is woken. */
+	pthread_create(&th, NULL, timed_waiter_main, &w);
+	usleep(20000);
+	if (proxylock_mutex_unlock(&fresh) != 0)
+		return 13;
+	pthread_join(th, NULL);
+	if (w.rc != 0)
+		return 14;
+	return 0;
+}
+
+START_TEST(fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid)
+{
+	proxylock_mutex_t held = PROXYLOCK_MUTEX_INITIALIZER;
+	pthread_t th[3];
+	int status;
+
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, fork_churn, NULL);
+	ck_assert_int_eq(proxylock_mutex_lock(&held), 0);
+	for (int round = 0; round < 20; round++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			_exit(child_checks(&held));
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		              "child failed check %d", WEXITSTATUS(status));
+	}
+	ck_assert_int_eq(proxylock_mutex_unlock(&held), 0);
+	__atomic_store_n(&fork_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+}
+END_TEST
+
+static Suite *mutex_suite(void)
+{
+	Suite *s = suite_create("mutex");
+	TCase *tc = tcase_create("mutex");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, mutual_exclusion_8_threads_1e5_acquisitions_each);
+	tcase_add_test(tc, zero_bytes_are_an_unlocked_normal_mutex);
+	tcase_add_test(tc, trylock_is_ebusy_while_another_thread_holds_it);
+	tcase_add_test(tc, timedlock_rejects_bad_timespec_only_when_it_would_block);
+	tcase_add_test(tc, timedlock_past_deadline_times_out_promptly);
+	tcase_add_test(tc, timedlock_waits_at_least_until_the_deadline_on_each_clock);
+	tcase_add_test(tc, timedlock_succeeds_when_the_holder_lets_go_in_time);
+	tcase_add_test(tc, errorcheck_relock_is_edeadlk_and_foreign_unlock_eperm);
+	tcase_add_test(tc, recursive_counts_relocks_and_releases_on_the_last_unlock);
+	tcase_add_test(tc, destroy_of_a_locked_mutex_is_ebusy);
+	tcase_add_test(tc, normal_relock_deadlocks_as_posix_says_until_the_deadline);
+	tcase_add_test(tc, no_lost_wakeup_in_a_wake_wait_storm_with_timeouts);
+	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
+	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(mutex_suite)
