@@ -122,7 +122,7 @@ static inline void burn_ns(uint64_t ns)
 }
 
 /* Poll @cond (an expression) every 100 us for up to @ms; true if it held. */
-#define eventually(cond, ms) ({                                          \
+#define eventually(cond, ms) __extension__({                                          \
 	bool ok_ = false;                                                \
 	for (int i_ = 0; i_ < (ms) * 10 && !(ok_ = (cond)); i_++)       \
 		usleep(100);                                             \

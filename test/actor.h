@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * actor.h - a test thread driven by commands, so a test can read like a
+ * scenario: "holder locks L1; waiter blocks on L1; holder unlocks".
+ * Each actor sets its own base context (nice, CPU) when it starts and
+ * records the kernel's view of itself right after every command.
+ */
+#ifndef PLK_TEST_ACTOR_H
+#define PLK_TEST_ACTOR_H
+
+#include "helpers.h"
+
+enum actor_cmd { ACT_NONE, ACT_LOCK, ACT_TIMEDLOCK, ACT_UNLOCK, ACT_EXIT, ACT_QUIT };
+
+struct actor {
+	pthread_t th;
+	pid_t tid;
+	int nice;             /* base nice */
+	int cpu;              /* base CPU, -1: not pinned */
+	int policy, rt_prio;  /* base policy (0 = SCHED_OTHER) */
+	struct kview base;    /* kernel view once the base is set */
+	struct kview after;   /* kernel view right after the last command */
+	int cmd, done, rc, entered;
+	proxylock_mutex_t *arg;
+	long timeout_ns;
+};
+
+static void *actor_main(void *p)
+{
+	struct actor *a = p;
+
+	a->tid = gettid_();
+	if (a->cpu >= 0)
+		pin_self(a->cpu);
+	if (a->policy == SCHED_FIFO || a->policy == SCHED_RR) {
+		struct sched_param sp = { .sched_priority = a->rt_prio };
+
+		ck_assert_int_eq(sched_setscheduler(0, a->policy, &sp), 0);
+	} else {
+		set_nice_self(a->nice);
+	}
+	a->base = kview_of(0);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		int cmd;
+
+		while ((cmd = __atomic_load_n(&a->cmd, __ATOMIC_ACQUIRE)) == ACT_NONE)
+			usleep(100);
+		__atomic_store_n(&a->entered, 1, __ATOMIC_RELEASE);
+		switch (cmd) {
+		case ACT_LOCK:
+			a->rc = proxylock_mutex_lock(a->arg);
+			break;
+		case ACT_TIMEDLOCK: {
+			struct timespec dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
+
+			a->rc = proxylock_mutex_clocklock(a->arg, CLOCK_MONOTONIC, &dl);
+			break;
+		}
+		case ACT_UNLOCK:
+			a->rc = proxylock_mutex_unlock(a->arg);
+			break;
+		case ACT_EXIT:
+			return NULL;  /* leave, whatever we hold */
+		case ACT_QUIT:
+			return NULL;
+		}
+		a->after = kview_of(0);
+		__atomic_store_n(&a->cmd, ACT_NONE, __ATOMIC_RELAXED);
+		__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Start an actor with base nice @nice on CPU @cpu (-1: any). */
+static inline void actor_start(struct actor *a, int nice, int cpu)
+{
+	memset(a, 0, sizeof(*a));
+	a->nice = nice;
+	a->cpu = cpu;
+	ck_assert_int_eq(pthread_create(&a->th, NULL, actor_main, a), 0);
+	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE))
+		usleep(100);
+}
+
+/* Post a command; returns at once (the command may block). */
+static inline void actor_post(struct actor *a, int cmd, proxylock_mutex_t *m)
+{
+	a->arg = m;
+	__atomic_store_n(&a->entered, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->cmd, cmd, __ATOMIC_RELEASE);
+}
+
+/* Wait up to 5 s for the last command to finish; returns its rc. */
+static inline int actor_wait(struct actor *a)
+{
+	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
+	              "actor %d stuck", a->tid);
+	return a->rc;
+}
+
+/* Run a command that must not block, and check its result. */
+static inline void actor_do(struct actor *a, int cmd, proxylock_mutex_t *m, int want)
+{
+	actor_post(a, cmd, m);
+	ck_assert_int_eq(actor_wait(a), want);
+}
+
+/* Post a lock that will block, and wait until the actor sleeps in it. */
+static inline void actor_block_on(struct actor *a, int cmd, proxylock_mutex_t *m)
+{
+	actor_post(a, cmd, m);
+	ck_assert_msg(eventually(__atomic_load_n(&a->entered, __ATOMIC_ACQUIRE) &&
+	                         thread_sleeping(a->tid) &&
+	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
+	              "actor %d did not block", a->tid);
+}
+
+static inline void actor_quit(struct actor *a)
+{
+	actor_post(a, ACT_QUIT, NULL);
+	pthread_join(a->th, NULL);
+}
+
+#endif /* PLK_TEST_ACTOR_H */

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_donate.c - the donation engine, checked against the kernel's view
+ * (sched_getattr, sched_getaffinity), never the library's bookkeeping.
+ * Needs 2 CPUs and the privilege to lower nice (root or CAP_SYS_NICE);
+ * uclamp is proven in the VM suite (test/vm), not here.
+ */
+#include "actor.h"
+
+static int nice_of(pid_t tid)
+{
+	return kview_of(tid).nice;
+}
+
+static void require_two_cpus_and_nice(void)
+{
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
+	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
+}
+
+/* --- capabilities ---------------------------------------------------- */
+
+START_TEST(caps_report_uclamp_exactly_when_the_kernel_accepts_it)
+{
+	struct test_sched_attr a;
+	bool kernel_uclamp;
+
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0), 0);
+	a.size = sizeof(a);
+	a.sched_flags = 0x18 | 0x60;  /* KEEP_ALL | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
+	kernel_uclamp = syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	ck_assert_int_eq(!!(proxylock_caps() & PROXYLOCK_DONATE_UCLAMP), kernel_uclamp);
+	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_AFFINITY);
+	ck_assert_uint_eq(proxylock_donate_kinds() & ~proxylock_caps(), 0);
+}
+END_TEST
+
+START_TEST(donate_env_selects_what_is_lent)
+{
+	/* Check runs each test in a fresh process: the variable is read
+	 * at first use, which is here. */
+	setenv("PROXYLOCK_DONATE", "affinity,nice", 1);
+	ck_assert_uint_eq(proxylock_donate_kinds(),
+	                  proxylock_caps() & (PROXYLOCK_DONATE_AFFINITY | PROXYLOCK_DONATE_NICE));
+}
+END_TEST
+
+START_TEST(donate_env_none_lends_nothing)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w;
+
+	setenv("PROXYLOCK_DONATE", "none", 1);
+	ck_assert_uint_eq(proxylock_donate_kinds(), 0);
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	usleep(20000);
+	ck_assert_int_eq(nice_of(h.tid), 19);
+	ck_assert(affinity_is(h.tid, 1, -1));
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+/* --- affinity -------------------------------------------------------- */
+
+static void affinity_scenario(int want_a, int want_b)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w;
+
+	require_two_cpus_and_nice();
+	actor_start(&h, 0, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert_msg(eventually(affinity_is(h.tid, want_a, want_b), 2000),
+	              "holder did not get the waiter's CPU");
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert_msg(kview_equal(&h.after, &h.base), "holder not back to its base after unlock");
+	ck_assert(affinity_is(h.tid, 1, -1));
+	ck_assert_int_eq(actor_wait(&w), 0);
+	ck_assert_msg(kview_equal(&w.after, &w.base), "waiter changed by acquiring");
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+
+START_TEST(holder_pinned_to_cpu1_runs_on_the_waiters_cpu0_and_returns_to_exactly_cpu1)
+{
+	affinity_scenario(0, -1);
+}
+END_TEST
+
+START_TEST(union_policy_gives_the_holder_its_cpu_plus_the_waiters)
+{
+	ck_assert_int_eq(proxylock_affinity_policy_set(PROXYLOCK_AFFINITY_UNION), 0);
+	affinity_scenario(0, 1);
+}
+END_TEST
+
+START_TEST(node_policy_keeps_the_union_within_the_waiters_numa_node)
+{
+	/* One node here: node 0 holds both CPUs, so the union survives. */
+	ck_assert_int_eq(proxylock_affinity_policy_set(PROXYLOCK_AFFINITY_NODE), 0);
+	ck_assert_int_eq(proxylock_affinity_policy_set(42), EINVAL);
+	affinity_scenario(0, 1);
+}
+END_TEST
+
+/* --- nice ------------------------------------------------------------ */
+
+START_TEST(holder_at_nice_19_runs_at_the_waiters_nice_0_and_returns_to_19)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w;
+
+	require_two_cpus_and_nice();
+	actor_start(&h, 19, -1);
+	actor_start(&w, 0, -1);
+	ck_assert_int_eq(h.base.nice, 19);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "holder still at nice %d", nice_of(h.tid));
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert_int_eq(h.after.nice, 19);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&w.after, &w.base));
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+START_TEST(per_lock_attribute_none_lends_nothing)
+{
+	proxylock_mutexattr_t attr;
+	proxylock_mutex_t m;
+	struct actor h, w;
+
+	require_two_cpus_and_nice();
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE), 0);
+	proxylock_mutex_init(&m, &attr);
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	usleep(20000);
+	ck_assert_int_eq(nice_of(h.tid), 19);
+	ck_assert(affinity_is(h.tid, 1, -1));
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+START_TEST(per_lock_attribute_affinity_only_leaves_nice_alone)
+{
+	proxylock_mutexattr_t attr;
+	proxylock_mutex_t m;
+	struct actor h, w;
+
+	require_two_cpus_and_nice();
+	proxylock_mutexattr_init(&attr);
+	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY);
+	proxylock_mutex_init(&m, &attr);
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert(eventually(affinity_is(h.tid, 0, -1), 2000));
+	ck_assert_int_eq(nice_of(h.tid), 19);
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+/* --- RT -------------------------------------------------------------- */
+
+START_TEST(an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w;
+
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	actor_start(&h, 10, -1);
+	memset(&w, 0, sizeof(w));
+	w.cpu = -1;
+	w.policy = SCHED_FIFO;
+	w.rt_prio = 7;
+	ck_assert_int_eq(pthread_create(&w.th, NULL, actor_main, &w), 0);
+	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+		usleep(100);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_FIFO, 2000), "no RT lent");
+	ck_assert_int_eq(kview_of(h.tid).rt_prio, 7);
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert_int_eq(h.after.policy, SCHED_OTHER);
+	ck_assert_int_eq(h.after.nice, 10);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&w.after, &w.base));
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+/* --- chains ---------------------------------------------------------- */
+
+START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor a, b, c;
+
+	require_two_cpus_and_nice();
+	actor_start(&a, 0, 0);   /* big: nice 0 on CPU 0 */
+	actor_start(&b, 19, 1);
+	actor_start(&c, 19, 1);
+	actor_do(&c, ACT_LOCK, &l2, 0);
+	actor_do(&b, ACT_LOCK, &l1, 0);
+	actor_block_on(&b, ACT_LOCK, &l2);   /* B waits on C */
+	actor_block_on(&a, ACT_LOCK, &l1);   /* A waits on B: C must get A */
+	ck_assert_msg(eventually(nice_of(c.tid) == 0 && affinity_is(c.tid, 0, -1), 2000),
+	              "end of chain at nice %d", nice_of(c.tid));
+	ck_assert(nice_of(b.tid) == 0 && affinity_is(b.tid, 0, -1));
+	actor_do(&c, ACT_UNLOCK, &l2, 0);
+	ck_assert(kview_equal(&c.after, &c.base));
+	ck_assert_int_eq(actor_wait(&b), 0);  /* B now owns l2 and l1, A still waits */
+	ck_assert_int_eq(nice_of(b.tid), 0);
+	actor_do(&b, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(b.after.nice, 0);    /* l1's waiter still lends */
+	actor_do(&b, ACT_UNLOCK, &l1, 0);
+	ck_assert(kview_equal(&b.after, &b.base));
+	ck_assert_int_eq(actor_wait(&a), 0);
+	actor_do(&a, ACT_UNLOCK, &l1, 0);
+	ck_assert(kview_equal(&a.after, &a.base));
+	actor_quit(&a);
+	actor_quit(&b);
+	actor_quit(&c);
+}
+END_TEST
+
+START_TEST(releasing_one_of_two_held_locks_keeps_the_other_locks_donation)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor t, w1, w2;
+
+	require_two_cpus_and_nice();
+	actor_start(&t, 19, -1);
+	actor_start(&w1, 5, -1);
+	actor_start(&w2, 0, -1);
+	actor_do(&t, ACT_LOCK, &l1, 0);
+	actor_do(&t, ACT_LOCK, &l2, 0);
+	actor_block_on(&w1, ACT_LOCK, &l1);
+	ck_assert(eventually(nice_of(t.tid) == 5, 2000));
+	actor_block_on(&w2, ACT_LOCK, &l2);
+	ck_assert(eventually(nice_of(t.tid) == 0, 2000));
+	actor_do(&t, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(t.after.nice, 5);    /* l1's waiter still lends */
+	actor_do(&t, ACT_UNLOCK, &l1, 0);
+	ck_assert(kview_equal(&t.after, &t.base));
+	ck_assert_int_eq(actor_wait(&w1), 0);
+	ck_assert_int_eq(actor_wait(&w2), 0);
+	actor_do(&w1, ACT_UNLOCK, &l1, 0);
+	actor_do(&w2, ACT_UNLOCK, &l2, 0);
+	actor_quit(&t);
+	actor_quit(&w1);
+	actor_quit(&w2);
+}
+END_TEST
+
+START_TEST(the_remaining_waiters_donation_moves_to_the_next_owner)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor t, w1, w2;
+
+	require_two_cpus_and_nice();
+	actor_start(&t, 19, -1);
+	actor_start(&w1, 15, -1);
+	actor_start(&w2, 0, -1);
+	actor_do(&t, ACT_LOCK, &m, 0);
+	actor_block_on(&w1, ACT_LOCK, &m);
+	actor_block_on(&w2, ACT_LOCK, &m);
+	ck_assert(eventually(nice_of(t.tid) == 0, 2000));
+	actor_do(&t, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&t.after, &t.base));
+	/* w1 (FIFO first) gets it, and w2, still waiting, lends to w1. */
+	ck_assert_int_eq(actor_wait(&w1), 0);
+	ck_assert_msg(eventually(nice_of(w1.tid) == 0, 2000), "new owner at nice %d", nice_of(w1.tid));
+	actor_do(&w1, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&w1.after, &w1.base));
+	ck_assert_int_eq(actor_wait(&w2), 0);
+	actor_do(&w2, ACT_UNLOCK, &m, 0);
+	actor_quit(&t);
+	actor_quit(&w1);
+	actor_quit(&w2);
+}
+END_TEST
+
+START_TEST(a_timed_out_waiter_withdraws_its_donation)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w;
+
+	require_two_cpus_and_nice();
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	w.timeout_ns = 300 * 1000000L;
+	actor_block_on(&w, ACT_TIMEDLOCK, &m);
+	ck_assert(eventually(nice_of(h.tid) == 0 && affinity_is(h.tid, 0, -1), 2000));
+	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
+	/* Withdrawn before the waiter returned: the holder, still holding
+	 * the lock, is back to exactly its base. */
+	ck_assert_int_eq(nice_of(h.tid), 19);
+	ck_assert(affinity_is(h.tid, 1, -1));
+	ck_assert_int_eq(proxylock_mutex_owner(&m), h.tid);
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_uint_eq(m.__word, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+START_TEST(a_holder_exiting_while_boosted_leaves_no_trace_on_its_waiter)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER, m2 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor h, w, h2;
+
+	require_two_cpus_and_nice();
+	/* A holder that unlocks and exits at once. */
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert(eventually(nice_of(h.tid) == 0, 2000));
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	actor_post(&h, ACT_EXIT, NULL);
+	pthread_join(h.th, NULL);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&w.after, &w.base));
+	/* A holder that exits still holding the lock, boosted. */
+	actor_start(&h2, 19, 1);
+	actor_do(&h2, ACT_LOCK, &m2, 0);
+	w.timeout_ns = 200 * 1000000L;
+	actor_block_on(&w, ACT_TIMEDLOCK, &m2);
+	ck_assert(eventually(nice_of(h2.tid) == 0, 2000));
+	actor_post(&h2, ACT_EXIT, NULL);
+	pthread_join(h2.th, NULL);
+	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
+	ck_assert(kview_equal(&w.after, &w.base));
+	actor_quit(&w);
+}
+END_TEST
+
+START_TEST(errorcheck_lock_that_would_close_a_cycle_is_edeadlk)
+{
+	proxylock_mutexattr_t attr;
+	proxylock_mutex_t l1, l2;
+	struct actor a, b;
+
+	proxylock_mutexattr_init(&attr);
+	proxylock_mutexattr_settype(&attr, PROXYLOCK_MUTEX_ERRORCHECK);
+	proxylock_mutex_init(&l1, &attr);
+	proxylock_mutex_init(&l2, &attr);
+	actor_start(&a, 0, -1);
+	actor_start(&b, 0, -1);
+	actor_do(&a, ACT_LOCK, &l1, 0);
+	actor_do(&b, ACT_LOCK, &l2, 0);
+	actor_block_on(&a, ACT_LOCK, &l2);     /* A waits on B */
+	actor_do(&b, ACT_LOCK, &l1, EDEADLK);  /* B would wait on A */
+	actor_do(&b, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(actor_wait(&a), 0);
+	actor_do(&a, ACT_UNLOCK, &l2, 0);
+	actor_do(&a, ACT_UNLOCK, &l1, 0);
+	actor_quit(&a);
+	actor_quit(&b);
+}
+END_TEST
+
+START_TEST(a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct proxylock_stats st;
+	struct actor a, b;
+
+	require_two_cpus_and_nice();
+	actor_start(&a, 0, 0);
+	actor_start(&b, 19, 1);
+	actor_do(&a, ACT_LOCK, &l1, 0);
+	actor_do(&b, ACT_LOCK, &l2, 0);
+	a.timeout_ns = b.timeout_ns = 300 * 1000000L;
+	actor_block_on(&a, ACT_TIMEDLOCK, &l2);
+	actor_block_on(&b, ACT_TIMEDLOCK, &l1);  /* the cycle closes */
+	ck_assert_int_eq(actor_wait(&a), ETIMEDOUT);
+	ck_assert_int_eq(actor_wait(&b), ETIMEDOUT);
+	proxylock_stats_get(&st);
+	ck_assert_uint_le(st.chain_steps, 4 * PROXYLOCK_CHAIN_MAX);
+	actor_do(&a, ACT_UNLOCK, &l1, 0);
+	actor_do(&b, ACT_UNLOCK, &l2, 0);
+	ck_assert(kview_equal(&a.after, &a.base));
+	ck_assert(kview_equal(&b.after, &b.base));
+	actor_quit(&a);
+	actor_quit(&b);
+}
+END_TEST
+
+/* --- no syscall when nothing changes --------------------------------- */
+
+static proxylock_mutex_t sym_lock = PROXYLOCK_MUTEX_INITIALIZER;
+
+static void *sym_worker(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 20000; i++) {
+		proxylock_mutex_lock(&sym_lock);
+		if (i % 32 == 0)
+			sched_yield();
+		proxylock_mutex_unlock(&sym_lock);
+	}
+	return NULL;
+}
+
+START_TEST(symmetric_contention_makes_zero_sched_set_calls)
+{
+	struct proxylock_stats st;
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, sym_worker, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.sleeps > 100, "too little contention (%lu sleeps)", (unsigned long)st.sleeps);
+	ck_assert_uint_eq(st.setattr_calls, 0);
+	ck_assert_uint_eq(st.setaff_calls, 0);
+}
+END_TEST
+
+/* --- storms: the invariant under load -------------------------------- */
+
+#define RND_THREADS 16
+#define RND_LOCKS 8
+#define RND_OPS_TOTAL 100000
+
+static proxylock_mutex_t rnd_locks[RND_LOCKS];
+static int rnd_fail;
+
+struct rnd_arg {
+	int id;
+	unsigned seed;
+	int nlocks;  /* storm over the first nlocks locks */
+};
+
+/* A thread that holds nothing must look exactly like its base. */
+static void check_at_base(const struct kview *base, const char *when)
+{
+	struct kview now = kview_of(0);
+
+	if (!kview_equal(&now, base)) {
+		__atomic_store_n(&rnd_fail, 1, __ATOMIC_RELAXED);
+		fprintf(stderr, "tid %d %s: nice %d (base %d), %d cpus (base %d)\n", gettid_(), when,
+		        now.nice, base->nice, CPU_COUNT(&now.cpus), CPU_COUNT(&base->cpus));
+	}
+}
+
+static void *rnd_worker(void *p)
+{
+	struct rnd_arg *a = p;
+	struct kview base;
+	int ops = RND_OPS_TOTAL / RND_THREADS;
+
+	set_nice_self((a->id * 7) % 20);
+	if (a->id % 3 < 2)
+		pin_self(a->id % 3);
+	base = kview_of(0);
+	for (int i = 0; i < ops; i++) {
+		int first = rand_r(&a->seed) % a->nlocks, n = 1 + rand_r(&a->seed) % 2, held[2], nh = 0;
+
+		for (int k = 0; k < n && first + k < a->nlocks; k++) {
+			proxylock_mutex_t *m = &rnd_locks[first + k];
+			int rc;
+
+			if (rand_r(&a->seed) % 4 == 0) {
+				struct timespec dl = abstime_in(CLOCK_MONOTONIC, 50000);
+
+				rc = proxylock_mutex_clocklock(m, CLOCK_MONOTONIC, &dl);
+			} else {
+				rc = proxylock_mutex_lock(m);
+			}
+			if (rc == 0)
+				held[nh++] = first + k;
+			else
+				ck_assert_int_eq(rc, ETIMEDOUT);
+		}
+		if (rand_r(&a->seed) % 8 == 0)
+			burn_ns(20000);
+		while (nh > 0)
+			ck_assert_int_eq(proxylock_mutex_unlock(&rnd_locks[held[--nh]]), 0);
+		check_at_base(&base, "after releasing all");
+	}
+	return NULL;
+}
+
+static void run_storm(int nlocks)
+{
+	struct rnd_arg args[RND_THREADS];
+	pthread_t th[RND_THREADS];
+	struct proxylock_stats st;
+
+	require_two_cpus_and_nice();
+	for (int i = 0; i < RND_LOCKS; i++)
+		proxylock_mutex_init(&rnd_locks[i], NULL);
+	for (int i = 0; i < RND_THREADS; i++) {
+		args[i] = (struct rnd_arg){ i, 1234u + (unsigned)i, nlocks };
+		pthread_create(&th[i], NULL, rnd_worker, &args[i]);
+	}
+	for (int i = 0; i < RND_THREADS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_msg(!rnd_fail, "a thread holding nothing differed from its base");
+	for (int i = 0; i < RND_LOCKS; i++)
+		ck_assert_uint_eq(rnd_locks[i].__word, 0);
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.donations > 100, "only %lu donations: the storm lent nothing",
+	              (unsigned long)st.donations);
+	ck_assert_msg(st.restores > 100, "only %lu restores", (unsigned long)st.restores);
+}
+
+START_TEST(random_ops_over_16_threads_and_8_locks_leave_every_thread_at_its_base)
+{
+	run_storm(RND_LOCKS);
+}
+END_TEST
+
+START_TEST(owner_change_races_never_leave_a_donation_on_a_former_owner)
+{
+	run_storm(1);  /* one lock: the owner changes as often as it can */
+}
+END_TEST
+
+static Suite *donate_suite(void)
+{
+	Suite *s = suite_create("donate");
+	TCase *tc = tcase_create("donate");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, caps_report_uclamp_exactly_when_the_kernel_accepts_it);
+	tcase_add_test(tc, donate_env_selects_what_is_lent);
+	tcase_add_test(tc, donate_env_none_lends_nothing);
+	tcase_add_test(tc, holder_pinned_to_cpu1_runs_on_the_waiters_cpu0_and_returns_to_exactly_cpu1);
+	tcase_add_test(tc, union_policy_gives_the_holder_its_cpu_plus_the_waiters);
+	tcase_add_test(tc, node_policy_keeps_the_union_within_the_waiters_numa_node);
+	tcase_add_test(tc, holder_at_nice_19_runs_at_the_waiters_nice_0_and_returns_to_19);
+	tcase_add_test(tc, per_lock_attribute_none_lends_nothing);
+	tcase_add_test(tc, per_lock_attribute_affinity_only_leaves_nice_alone);
+	tcase_add_test(tc, an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs);
+	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
+	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
+	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);
+	tcase_add_test(tc, a_timed_out_waiter_withdraws_its_donation);
+	tcase_add_test(tc, a_holder_exiting_while_boosted_leaves_no_trace_on_its_waiter);
+	tcase_add_test(tc, errorcheck_lock_that_would_close_a_cycle_is_edeadlk);
+	tcase_add_test(tc, a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping);
+	tcase_add_test(tc, symmetric_contention_makes_zero_sched_set_calls);
+	tcase_add_test(tc, random_ops_over_16_threads_and_8_locks_leave_every_thread_at_its_base);
+	tcase_add_test(tc, owner_change_races_never_leave_a_donation_on_a_former_owner);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(donate_suite)
