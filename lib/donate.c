@@ -19,17 +19,20 @@
  *
  * Invariants (each thread record's fields are under its own lock; the
  * entry for lock L in T.held is written only under L's bucket lock):
- *  I1  T.held has an entry for L only while T owns L and L's word has
- *      PLK_WAITERS set; so when T holds no lock with blocked waiters,
- *      T.held is empty, E(T) = B(T) and the kernel's view equals B(T).
+ *  I1  T.held has an entry for L only while T owns L with PLK_WAITERS
+ *      set, or is inside unlock(L) between releasing the word and
+ *      returning; so when T holds no lock with blocked waiters (and is
+ *      not mid-unlock), T.held is empty, E(T) = B(T) and the kernel's
+ *      view equals B(T).
  *  I2  T.applied is what the last successful sched_* calls left in the
  *      kernel; calls are made only for fields where E(T) != T.applied.
  *  I3  A donation is applied to T only by a thread holding L's bucket
  *      lock having seen T's TID and PLK_WAITERS in L's word.  T cannot
  *      release L without that bucket lock (its one-CAS unlock fails while
  *      PLK_WAITERS is set), so the owner cannot change between reading
- *      the TID and the syscall.  Restores happen before the word is
- *      released.
+ *      the TID and the syscall.  A releaser withdraws its own entry
+ *      after releasing the word and waking the next owner (nobody can
+ *      lend to it through L any more) and before unlock returns.
  *  I4  B(T) is read from the kernel when T.held goes from empty to
  *      non-empty (T is not boosted then, so the kernel's view is B(T)),
  *      and by a waiter, of itself, before it queues unboosted.

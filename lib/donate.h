@@ -44,8 +44,8 @@ PLK_HIDDEN bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
 PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *next);
 
 /**
- * plk_donate_withdraw - @self is releasing @m: drop what it received
- * through @m and restore the kernel's view.  @m's bucket locked.
+ * plk_donate_withdraw - @self has released @m: drop what it received
+ * through @m and restore the kernel's view.  No bucket lock held.
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
 

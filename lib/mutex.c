@@ -22,15 +22,17 @@
  * take the lock's bucket (waitq.c), set PLK_WAITERS, queue, lend our
  * context to the owner (donate.c) and sleep on our own park word.
  *
- * Slow unlock: take the bucket, withdraw what we were lent (our kernel
- * view goes back to its base *before* the word leaves us), then either
+ * Slow unlock: take the bucket, then either
  *   - hand off: the oldest waiter has been queued for PROXYLOCK_HANDOFF_US
  *     (default 500 us) or more: the word gets its TID directly and the
  *     remaining waiters' donation moves to it; or
  *   - release and wake: the word becomes 0 and the oldest waiter is taken
  *     off the queue and woken to compete (barging keeps throughput up;
  *     the handoff bounds how long anyone waits behind bargers).
- * Exactly one waiter is woken per unlock.
+ * Exactly one waiter is woken per unlock.  Only then do we withdraw what
+ * we were lent: restoring first would send a boosted holder back to its
+ * busy CPU (or nice 19) to finish the unlock there, delaying the waiter.
+ * Unlock returns with our kernel view back at its base.
  *
  * Invariants (under the bucket lock):
  *  M1  queue(L) non-empty  =>  PLK_WAITERS is set in L's word, or L's word
@@ -422,8 +424,9 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
 /* --- unlock ---------------------------------------------------------- */
 
 /*
- * Release @m, which has waiters, as @me.  Withdraw first (I3), then hand
- * off or release, and wake exactly one waiter after dropping the bucket.
+ * Release @m, which has waiters, as @me: hand off or release, wake
+ * exactly one waiter, and only then withdraw what we were lent (I3), so
+ * the rest of the unlock never runs at our own, possibly starved, speed.
  */
 static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 {
@@ -431,25 +434,26 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 	struct plk_thread *head = plk_waitq_first(b, m), *owner;
 	proxylock_mutex_t *next;
 
-	if (me)
-		plk_donate_withdraw(me, m);
-	if (!head) {
-		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
-		plk_waitq_unlock(b);
-		return;
-	}
-	if (now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
-		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
+	if (head)
+		plk_waitq_dequeue(head);
+	if (head && now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+		/* The word names head before head can see HANDED: it may
+		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
 		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
 		plk_donate_update(b, m, &owner, &next);  /* head waits on nothing now */
+		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
 		plk_stat_inc(handoffs);
 	} else {
-		plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
 		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
+		if (head)
+			plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
 	}
 	plk_waitq_unlock(b);
-	plk_waitq_unpark(head);
+	if (head)
+		plk_waitq_unpark(head);
+	if (me)
+		plk_donate_withdraw(me, m);
 }
 
 static int unlock_slow(proxylock_mutex_t *m)

@@ -85,7 +85,6 @@ uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
 
 void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state)
 {
-	plk_waitq_dequeue(t);
 	__atomic_store_n(&t->park, state, __ATOMIC_RELEASE);
 }
 

@@ -55,9 +55,11 @@ PLK_HIDDEN uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
                                    const struct timespec *abstime, bool *timedout);
 
 /**
- * plk_waitq_unpark_prepare - under the bucket lock, take @t off the queue
- * and set its park word to @state (PLK_PARK_WOKEN or _HANDED).  The wake
- * itself (plk_waitq_unpark) is issued after the bucket lock is dropped.
+ * plk_waitq_unpark_prepare - under the bucket lock, with @t already off
+ * the queue and the lock word already showing the outcome, set @t's park
+ * word to @state (PLK_PARK_WOKEN or _HANDED), with release order: @t may
+ * see it and return without sleeping.  The wake itself
+ * (plk_waitq_unpark) is issued after the bucket lock is dropped.
  */
 PLK_HIDDEN void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state);
 
