@@ -333,7 +333,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		if (changed && next)
 			plk_donate_propagate(owner, next);
 
-		rcu_read_unlock();
+		plk_rcu_unlock();
 		plk_stat_inc(sleeps);
 		do
 			st = plk_waitq_park(me, clock, abstime, &timedout);
@@ -370,7 +370,7 @@ static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespe
 	me = plk_thread_self();
 	err = me ? lock_block(m, me, self, clock, abstime)
 	         : lock_yielding(m, self, clock, abstime);
-	rcu_read_unlock();
+	plk_rcu_unlock();
 	return err;
 }
 
@@ -476,7 +476,7 @@ static int unlock_slow(proxylock_mutex_t *m)
 	}
 	rcu_read_lock();
 	unlock_wake(m, plk_thread_self());
-	rcu_read_unlock();
+	plk_rcu_unlock();
 	return 0;
 }
 

@@ -28,6 +28,7 @@ static uint32_t forked_tid;
 static uint32_t forking_tid;
 
 static struct cds_lfht *table;
+int plk_tsan_grace;
 static pthread_key_t self_key;
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
@@ -57,11 +58,13 @@ static int tid_match(struct cds_lfht_node *node, const void *key)
 {
 	const struct plk_thread *t = caa_container_of(node, struct plk_thread, hnode);
 
+	plk_tsan_acquire(node);
 	return t->tid == *(const pid_t *)key;
 }
 
 static void record_free(struct rcu_head *head)
 {
+	plk_tsan_acquire(&plk_tsan_grace);
 	free(caa_container_of(head, struct plk_thread, rcu));
 }
 
@@ -70,7 +73,7 @@ static void record_unlink(struct plk_thread *t)
 	rcu_read_lock();
 	if (cds_lfht_del(table, &t->hnode) == 0)
 		call_rcu(&t->rcu, record_free);
-	rcu_read_unlock();
+	plk_rcu_unlock();
 }
 
 /* Key destructor: the thread is exiting and cannot be blocked on a lock. */
@@ -97,6 +100,7 @@ struct plk_thread *plk_thread_find(pid_t tid)
 	pthread_once(&table_once, table_init);
 	cds_lfht_lookup(table, tid_hash(tid), tid_match, &tid, &iter);
 	node = cds_lfht_iter_get_node(&iter);
+	plk_tsan_acquire(node);
 	return node ? caa_container_of(node, struct plk_thread, hnode) : NULL;
 }
 
@@ -113,8 +117,10 @@ struct plk_thread *plk_thread_get(pid_t tid)
 	fresh->tid = tid;
 	cds_lfht_node_init(&fresh->hnode);
 	CDS_INIT_LIST_HEAD(&fresh->wnode);
+	plk_tsan_release(&fresh->hnode);
 	won = cds_lfht_add_unique(table, tid_hash(tid), tid_match, &tid, &fresh->hnode);
 	if (won != &fresh->hnode) {
+		plk_tsan_acquire(won);
 		free(fresh);  /* never published: no grace period needed */
 		return caa_container_of(won, struct plk_thread, hnode);
 	}
@@ -141,7 +147,7 @@ unsigned long plk_registry_count(void)
 	pthread_once(&table_once, table_init);
 	rcu_read_lock();
 	cds_lfht_count_nodes(table, &before, &count, &after);
-	rcu_read_unlock();
+	plk_rcu_unlock();
 	return count;
 }
 
@@ -184,5 +190,5 @@ void plk_registry_fork_child(void)
 	cds_lfht_for_each_entry(table, &iter, t, hnode)
 		if (cds_lfht_del(table, &t->hnode) == 0)
 			call_rcu(&t->rcu, record_free);
-	rcu_read_unlock();
+	plk_rcu_unlock();
 }

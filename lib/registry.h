@@ -23,6 +23,7 @@
 
 #include "futex.h"
 #include "schedctl.h"
+#include "tsan.h"
 
 /* Most locks with blocked waiters one thread can be lent through at once;
  * beyond that, further locks' waiters lend nothing (chain_truncated). */
@@ -98,6 +99,17 @@ PLK_HIDDEN struct plk_thread *plk_thread_find(pid_t tid);
 
 /** plk_thread_get - find or create @tid's record.  Under rcu_read_lock(). */
 PLK_HIDDEN struct plk_thread *plk_thread_get(pid_t tid);
+
+/* What a grace period orders, for TSan: every read-side section's end
+ * against every record_free (see tsan.h). */
+PLK_HIDDEN extern int plk_tsan_grace;
+
+/** plk_rcu_unlock - rcu_read_unlock(), telling TSan the section ended. */
+static inline void plk_rcu_unlock(void)
+{
+	plk_tsan_release(&plk_tsan_grace);
+	rcu_read_unlock();
+}
 
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);

@@ -95,7 +95,10 @@ static inline void actor_post(struct actor *a, int cmd, proxylock_mutex_t *m)
 static inline int actor_wait(struct actor *a)
 {
 	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
-	              "actor %d stuck", a->tid);
+	              "actor %d stuck in command %d (entered %d, sleeping %d), lock word %#x",
+	              a->tid, __atomic_load_n(&a->cmd, __ATOMIC_RELAXED),
+	              __atomic_load_n(&a->entered, __ATOMIC_RELAXED), thread_sleeping(a->tid),
+	              a->arg ? __atomic_load_n(&a->arg->__word, __ATOMIC_RELAXED) : 0);
 	return a->rc;
 }
 
@@ -106,12 +109,26 @@ static inline void actor_do(struct actor *a, int cmd, proxylock_mutex_t *m, int 
 	ck_assert_int_eq(actor_wait(a), want);
 }
 
-/* Post a lock that will block, and wait until the actor sleeps in it. */
+static inline uint64_t sleeps_so_far(void)
+{
+	struct proxylock_stats st;
+
+	proxylock_stats_get(&st);
+	return st.sleeps;
+}
+
+/*
+ * Post a lock that will block, and wait until the actor sleeps in it:
+ * the library counts a sleep only once the waiter is queued and has
+ * lent its context, so "asleep" alone (which a thread also is inside,
+ * say, a sanitizer's runtime) is not taken as proof.
+ */
 static inline void actor_block_on(struct actor *a, int cmd, proxylock_mutex_t *m)
 {
+	uint64_t before = sleeps_so_far();
+
 	actor_post(a, cmd, m);
-	ck_assert_msg(eventually(__atomic_load_n(&a->entered, __ATOMIC_ACQUIRE) &&
-	                         thread_sleeping(a->tid) &&
+	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
 	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
 	              "actor %d did not block", a->tid);
 }

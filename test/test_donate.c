@@ -433,6 +433,7 @@ static void *sym_worker(void *arg)
 	(void)arg;
 	for (int i = 0; i < 20000; i++) {
 		proxylock_mutex_lock(&sym_lock);
+		burn_ns(2000);
 		if (i % 32 == 0)
 			sched_yield();
 		proxylock_mutex_unlock(&sym_lock);

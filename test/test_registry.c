@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_registry.c - thread records: lock-free lookups racing with
+ * threads being created and exiting, lazy creation, adoption, reclaim.
+ * Linked against the internal archive to reach the registry directly.
+ */
+#include "helpers.h"
+#include "registry.h"
+
+#define SLOTS 64
+#define WAVE 25
+#define TOTAL_THREADS 1000
+
+static pid_t live[SLOTS];
+static int readers_stop;
+static unsigned long lookups, hits;
+static proxylock_mutex_t churn_lock = PROXYLOCK_MUTEX_INITIALIZER;
+
+/* Readers look up whatever TIDs are live; a record found must be the
+ * record of that TID, readable (ASan/TSan runs catch use-after-free). */
+static void *reader(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&readers_stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < SLOTS; i++) {
+			pid_t tid = __atomic_load_n(&live[i], __ATOMIC_RELAXED);
+			struct plk_thread *t;
+
+			if (!tid)
+				continue;
+			rcu_read_lock();
+			t = plk_thread_find(tid);
+			if (t) {
+				ck_assert_int_eq(t->tid, tid);
+				__atomic_fetch_add(&hits, 1, __ATOMIC_RELAXED);
+			}
+			plk_rcu_unlock();
+			__atomic_fetch_add(&lookups, 1, __ATOMIC_RELAXED);
+		}
+	}
+	return NULL;
+}
+
+static void *short_lived(void *arg)
+{
+	int slot = (int)(long)arg;
+	struct plk_thread *t;
+
+	rcu_read_lock();
+	t = plk_thread_self();
+	ck_assert_ptr_nonnull(t);
+	ck_assert_int_eq(t->tid, gettid_());
+	plk_rcu_unlock();
+	__atomic_store_n(&live[slot], gettid_(), __ATOMIC_RELAXED);
+	proxylock_mutex_lock(&churn_lock);
+	usleep(50);
+	proxylock_mutex_unlock(&churn_lock);
+	__atomic_store_n(&live[slot], 0, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+START_TEST(lookups_race_safely_with_1000_threads_created_and_exiting)
+{
+	pthread_t readers[2], wave[WAVE];
+	unsigned long before = plk_registry_count();
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&readers[i], NULL, reader, NULL);
+	for (int done = 0; done < TOTAL_THREADS; done += WAVE) {
+		for (int i = 0; i < WAVE; i++)
+			ck_assert_int_eq(pthread_create(&wave[i], NULL, short_lived,
+			                                (void *)(long)((done + i) % SLOTS)), 0);
+		for (int i = 0; i < WAVE; i++)
+			pthread_join(wave[i], NULL);
+	}
+	__atomic_store_n(&readers_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		pthread_join(readers[i], NULL);
+	ck_assert_msg(hits > 100, "only %lu of %lu lookups found a record", hits, lookups);
+	/* Every exited thread's record was unlinked by its destructor. */
+	ck_assert_uint_le(plk_registry_count(), before + 1);
+}
+END_TEST
+
+static void *fast_path_owner(void *arg)
+{
+	proxylock_mutex_t *m = arg;
+
+	proxylock_mutex_lock(m);  /* uncontended: no record */
+	usleep(50000);
+	proxylock_mutex_unlock(m);  /* waiters: slow path, adopts its record */
+	return NULL;
+}
+
+START_TEST(a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	pthread_t th;
+	pid_t owner;
+
+	ck_assert_uint_eq(plk_registry_count(), 0);  /* lazily: nothing yet */
+	pthread_create(&th, NULL, fast_path_owner, &m);
+	ck_assert(eventually((owner = proxylock_mutex_owner(&m)) != 0, 1000));
+	rcu_read_lock();
+	ck_assert_ptr_null(plk_thread_find(owner));
+	plk_rcu_unlock();
+	ck_assert_int_eq(proxylock_mutex_lock(&m), 0);  /* creates the owner's record */
+	ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+	pthread_join(th, NULL);
+	rcu_read_lock();
+	ck_assert_ptr_null(plk_thread_find(owner));  /* unlinked at its exit */
+	ck_assert_ptr_nonnull(plk_thread_find(gettid_()));
+	plk_rcu_unlock();
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+	Suite *s = suite_create("registry");
+	TCase *tc = tcase_create("registry");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, lookups_race_safely_with_1000_threads_created_and_exiting);
+	tcase_add_test(tc, a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(registry_suite)
