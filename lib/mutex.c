@@ -347,7 +347,8 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	}
 }
 
-static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+static __attribute__((noinline)) int lock_slow(proxylock_mutex_t *m, clockid_t clock,
+                                                const struct timespec *abstime)
 {
 	uint32_t self = plk_tid(), w = plk_word(m);
 	struct plk_thread *me;
@@ -456,7 +457,8 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 		plk_donate_withdraw(me, m);
 }
 
-static int unlock_slow(proxylock_mutex_t *m)
+/* Out of line, so the fast paths stay a few instructions long. */
+static __attribute__((noinline)) int unlock_slow(proxylock_mutex_t *m)
 {
 	uint32_t self = plk_tid(), w;
 

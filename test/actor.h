@@ -18,6 +18,7 @@ struct actor {
 	int nice;             /* base nice */
 	int cpu;              /* base CPU, -1: not pinned */
 	int policy, rt_prio;  /* base policy (0 = SCHED_OTHER) */
+	int umin, umax;       /* base uclamp; umax 0: leave the clamps alone */
 	struct kview base;    /* kernel view once the base is set */
 	struct kview after;   /* kernel view right after the last command */
 	int cmd, done, rc, entered;
@@ -38,6 +39,15 @@ static void *actor_main(void *p)
 		ck_assert_int_eq(sched_setscheduler(0, a->policy, &sp), 0);
 	} else {
 		set_nice_self(a->nice);
+	}
+	if (a->umax > 0) {
+		struct test_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_OTHER,
+		                              .sched_flags = 0x60, /* UTIL_CLAMP_MIN|MAX */
+		                              .sched_nice = a->nice,
+		                              .sched_util_min = (uint32_t)a->umin,
+		                              .sched_util_max = (uint32_t)a->umax };
+
+		ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &at, 0), 0);
 	}
 	a->base = kview_of(0);
 	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
@@ -71,15 +81,31 @@ static void *actor_main(void *p)
 	}
 }
 
+/* Start @a, whose base fields are filled in. */
+static inline void actor_launch(struct actor *a)
+{
+	ck_assert_int_eq(pthread_create(&a->th, NULL, actor_main, a), 0);
+	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE))
+		usleep(100);
+}
+
 /* Start an actor with base nice @nice on CPU @cpu (-1: any). */
 static inline void actor_start(struct actor *a, int nice, int cpu)
 {
 	memset(a, 0, sizeof(*a));
 	a->nice = nice;
 	a->cpu = cpu;
-	ck_assert_int_eq(pthread_create(&a->th, NULL, actor_main, a), 0);
-	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE))
-		usleep(100);
+	actor_launch(a);
+}
+
+/* Start an actor at nice 0 on any CPU with base clamps @umin..@umax. */
+static inline void actor_start_uclamp(struct actor *a, int umin, int umax)
+{
+	memset(a, 0, sizeof(*a));
+	a->cpu = -1;
+	a->umin = umin;
+	a->umax = umax;
+	actor_launch(a);
 }
 
 /* Post a command; returns at once (the command may block). */

@@ -203,9 +203,7 @@ START_TEST(an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs)
 	w.cpu = -1;
 	w.policy = SCHED_FIFO;
 	w.rt_prio = 7;
-	ck_assert_int_eq(pthread_create(&w.th, NULL, actor_main, &w), 0);
-	while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
-		usleep(100);
+	actor_launch(&w);
 	actor_do(&h, ACT_LOCK, &m, 0);
 	actor_block_on(&w, ACT_LOCK, &m);
 	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_FIFO, 2000), "no RT lent");

@@ -1,0 +1,30 @@
+# Sourced by examples/run-demo and test/run-tests: install, as root, the
+# Debian 12 packages the build, the tests and the VM suite need (only
+# those missing), then configure build directory $1 with meson options $2.
+set -eu
+plk_deps="gcc make meson ninja-build pkg-config liburcu-dev libnuma-dev check
+  qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
+
+plk_install_deps() {
+	missing=""
+	for p in $plk_deps; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "$(id -u)" != 0 ]; then
+		echo "missing Debian packages:$missing -- run as root to install them" >&2
+		exit 1
+	fi
+	echo "installing:$missing" >&2
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+}
+
+plk_configure() {
+	dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@"
+	fi
+	ninja -C "$dir"
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# Boot the uclamp test kernel under qemu with a statically linked test
+# program as /init, and turn the guest's serial output into a verdict.
+#   usage: run-vm.sh GUEST-BINARY
+# Exit: 0 all passed; 1 a test failed; 77 (meson's skip) when the kernel
+# cannot be built or the guest does not boot: said loudly, never a pass.
+# PROXYLOCK_VM_KVM=1 tries KVM first (it hangs on this machine kind, a
+# guest itself, so TCG is the default).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+guest=$1
+skip() { echo "=== VM SUITE SKIPPED: $* ===" >&2; exit 77; }
+
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
+command -v cpio >/dev/null || skip "cpio missing (apt-get install cpio)"
+kernel=$("$here/build-kernel.sh") || skip "the uclamp kernel could not be built"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev" "$work/root/tmp"
+cp "$guest" "$work/root/init"
+(cd "$work/root" && find . | cpio -H newc -o --quiet | gzip -1) > "$work/init.cpio.gz"
+
+boot() {
+	timeout "$2" qemu-system-x86_64 $1 -smp 4 -m 256M -kernel "$kernel" \
+		-initrd "$work/init.cpio.gz" -nographic -no-reboot \
+		-append "console=ttyS0 panic=-1 quiet" > "$work/serial.log" 2>&1
+}
+if [ "${PROXYLOCK_VM_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && boot "-enable-kvm -cpu host" 60 &&
+   grep -q 'PROXYLOCK-VM: DONE' "$work/serial.log"; then
+	echo "vm: booted with KVM"
+else
+	boot "-accel tcg" 300
+fi
+tr -d '\r' < "$work/serial.log" | grep -E 'PROXYLOCK-VM|:[PFE]:|Checks:' || true
+grep -q 'PROXYLOCK-VM: BOOTED' "$work/serial.log" || {
+	tail -20 "$work/serial.log" >&2
+	skip "the guest did not boot"
+}
+grep -q 'PROXYLOCK-VM: DONE failed=0' "$work/serial.log" && exit 0
+echo "vm: uclamp suite FAILED in the guest" >&2
+exit 1

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_uclamp.c - uclamp donation, proven on a kernel with
+ * CONFIG_UCLAMP_TASK.  Runs as /init of a qemu guest (run-vm.sh): mounts
+ * /proc and /sys, runs the suite with one verdict line per test, prints
+ * an end marker and exits, which panics the guest and ends qemu.
+ * Checks use sched_getattr and /proc/<pid>/task/<tid>/sched (uclamp.min,
+ * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).
+ */
+#include <sys/mount.h>
+
+#include "actor.h"
+
+/* "effective uclamp.min" etc. from /proc/self/task/<tid>/sched; -1 if absent. */
+static long proc_sched(pid_t tid, const char *key)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/sched", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+
+		if (colon && strncmp(line, key, klen) == 0 && (line[klen] == ' ' || line[klen] == ':'))
+			v = strtol(colon + 1, NULL, 10);
+	}
+	fclose(f);
+	return v;
+}
+
+static bool clamps_are(pid_t tid, uint32_t umin, uint32_t umax)
+{
+	struct kview v = kview_of(tid);
+
+	return v.umin == umin && v.umax == umax && proc_sched(tid, "uclamp.min") == umin &&
+	       proc_sched(tid, "uclamp.max") == umax;
+}
+
+START_TEST(the_kernel_has_uclamp_and_the_library_sees_it)
+{
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_UCLAMP, "caps %#x", proxylock_caps());
+	ck_assert_msg(proc_sched(gettid_(), "uclamp.min") >= 0, "no uclamp.min in /proc sched");
+}
+END_TEST
+
+START_TEST(holder_gets_the_waiters_uclamp_min_and_max_and_returns_exactly)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor small, big;
+
+	actor_start_uclamp(&small, 0, 128);
+	actor_start_uclamp(&big, 1024, 1024);
+	ck_assert(clamps_are(small.tid, 0, 128));
+	actor_do(&small, ACT_LOCK, &m, 0);
+	actor_block_on(&big, ACT_LOCK, &m);
+	ck_assert_msg(eventually(clamps_are(small.tid, 1024, 1024), 2000),
+	              "holder clamps %u..%u", kview_of(small.tid).umin, kview_of(small.tid).umax);
+	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 1024);
+	actor_do(&small, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&small.after, &small.base));
+	ck_assert(clamps_are(small.tid, 0, 128));
+	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 0);
+	ck_assert_int_eq(actor_wait(&big), 0);
+	actor_do(&big, ACT_UNLOCK, &m, 0);
+	ck_assert(clamps_are(big.tid, 1024, 1024));
+	actor_quit(&small);
+	actor_quit(&big);
+}
+END_TEST
+
+START_TEST(a_low_uclamp_max_on_the_holder_does_not_cap_the_lent_min)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor small, mid;
+
+	actor_start_uclamp(&small, 0, 100);
+	actor_start_uclamp(&mid, 512, 600);
+	actor_do(&small, ACT_LOCK, &m, 0);
+	actor_block_on(&mid, ACT_LOCK, &m);
+	ck_assert_msg(eventually(clamps_are(small.tid, 512, 600), 2000), "holder clamps %u..%u",
+	              kview_of(small.tid).umin, kview_of(small.tid).umax);
+	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 512);
+	actor_do(&small, ACT_UNLOCK, &m, 0);
+	ck_assert(clamps_are(small.tid, 0, 100));
+	ck_assert_int_eq(actor_wait(&mid), 0);
+	actor_do(&mid, ACT_UNLOCK, &m, 0);
+	actor_quit(&small);
+	actor_quit(&mid);
+}
+END_TEST
+
+START_TEST(a_chain_carries_uclamp_to_the_last_owner_and_a_timeout_withdraws_it)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor a, b, c;
+
+	actor_start_uclamp(&a, 800, 900);
+	actor_start_uclamp(&b, 0, 200);
+	actor_start_uclamp(&c, 0, 100);
+	actor_do(&c, ACT_LOCK, &l2, 0);
+	actor_do(&b, ACT_LOCK, &l1, 0);
+	actor_block_on(&b, ACT_LOCK, &l2);
+	a.timeout_ns = 500 * 1000000L;
+	actor_block_on(&a, ACT_TIMEDLOCK, &l1);
+	ck_assert_msg(eventually(clamps_are(c.tid, 800, 900), 2000), "end of chain %u..%u",
+	              kview_of(c.tid).umin, kview_of(c.tid).umax);
+	ck_assert(clamps_are(b.tid, 800, 900));
+	ck_assert_int_eq(actor_wait(&a), ETIMEDOUT);
+	/* Withdrawn along the chain before A returned. */
+	ck_assert(clamps_are(b.tid, 0, 200));
+	ck_assert(clamps_are(c.tid, 0, 200));  /* C still lent B's own clamps */
+	actor_do(&c, ACT_UNLOCK, &l2, 0);
+	ck_assert(clamps_are(c.tid, 0, 100));
+	ck_assert_int_eq(actor_wait(&b), 0);
+	actor_do(&b, ACT_UNLOCK, &l2, 0);
+	actor_do(&b, ACT_UNLOCK, &l1, 0);
+	ck_assert(kview_equal(&b.after, &b.base));
+	actor_quit(&a);
+	actor_quit(&b);
+	actor_quit(&c);
+}
+END_TEST
+
+static Suite *uclamp_suite(void)
+{
+	Suite *s = suite_create("uclamp");
+	TCase *tc = tcase_create("uclamp");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, the_kernel_has_uclamp_and_the_library_sees_it);
+	tcase_add_test(tc, holder_gets_the_waiters_uclamp_min_and_max_and_returns_exactly);
+	tcase_add_test(tc, a_low_uclamp_max_on_the_holder_does_not_cap_the_lent_min);
+	tcase_add_test(tc, a_chain_carries_uclamp_to_the_last_owner_and_a_timeout_withdraws_it);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (getpid() == 1) {
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);  /* Check's pipes */
+		setenv("TMPDIR", "/tmp", 1);
+	}
+	printf("PROXYLOCK-VM: BOOTED %ld cpus\n", sysconf(_SC_NPROCESSORS_ONLN));
+	fflush(stdout);
+	sr = srunner_create(uclamp_suite());
+	srunner_run_all(sr, CK_VERBOSE);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	printf("PROXYLOCK-VM: DONE failed=%d\n", failed);
+	fflush(stdout);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
