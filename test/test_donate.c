@@ -5,6 +5,8 @@
  * Needs 2 CPUs and the privilege to lower nice (root or CAP_SYS_NICE);
  * uclamp is proven in the VM suite (test/vm), not here.
  */
+#include <linux/capability.h>
+
 #include "actor.h"
 
 static int nice_of(pid_t tid)
@@ -181,6 +183,46 @@ START_TEST(per_lock_attribute_affinity_only_leaves_nice_alone)
 	actor_block_on(&w, ACT_LOCK, &m);
 	ck_assert(eventually(affinity_is(h.tid, 0, -1), 2000));
 	ck_assert_int_eq(nice_of(h.tid), 19);
+	actor_do(&h, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
+/* Drop CAP_SYS_NICE from this (Check-forked) test process. */
+static void drop_cap_sys_nice(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
+	for (int i = 0; i < 2; i++)
+		data[i].effective = data[i].permitted = data[i].inheritable = 0;
+	ck_assert_int_eq(syscall(SYS_capset, &hdr, data), 0);
+}
+
+START_TEST(a_nice_boost_the_kernel_refuses_is_skipped_and_counted_not_an_error)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct proxylock_stats st;
+	struct actor h, w;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	/* Probed while privileged; then the privilege goes (as after a
+	 * setuid, or with an RLIMIT_NICE that allows only part of a boost). */
+	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_NICE);
+	drop_cap_sys_nice();  /* per thread: the actors inherit it */
+	actor_start(&w, 0, 0);
+	actor_start(&h, 19, 1);
+	actor_do(&h, ACT_LOCK, &m, 0);
+	actor_block_on(&w, ACT_LOCK, &m);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "affinity not lent");
+	ck_assert_int_eq(nice_of(h.tid), 19);  /* nice 0 refused: left as it was */
+	proxylock_stats_get(&st);
+	ck_assert_uint_gt(st.eperm_skipped, 0);
 	actor_do(&h, ACT_UNLOCK, &m, 0);
 	ck_assert(kview_equal(&h.after, &h.base));
 	ck_assert_int_eq(actor_wait(&w), 0);
@@ -571,6 +613,7 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, holder_at_nice_19_runs_at_the_waiters_nice_0_and_returns_to_19);
 	tcase_add_test(tc, per_lock_attribute_none_lends_nothing);
 	tcase_add_test(tc, per_lock_attribute_affinity_only_leaves_nice_alone);
+	tcase_add_test(tc, a_nice_boost_the_kernel_refuses_is_skipped_and_counted_not_an_error);
 	tcase_add_test(tc, an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs);
 	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
