@@ -172,6 +172,7 @@ void plk_registry_fork_parent(void)
 void plk_registry_fork_child(void)
 {
 	struct plk_thread *me = tls_self, *t;
+	struct cds_lfht_node *node;
 	struct cds_lfht_iter iter;
 
 	/* The child holds no lock anyone waits for: back to its base. */
@@ -187,8 +188,11 @@ void plk_registry_fork_child(void)
 		return;
 	pthread_setspecific(self_key, NULL);
 	rcu_read_lock();
-	cds_lfht_for_each_entry(table, &iter, t, hnode)
-		if (cds_lfht_del(table, &t->hnode) == 0)
+	/* Node by node: the _entry form computes container_of(NULL) at the end. */
+	cds_lfht_for_each(table, &iter, node) {
+		t = caa_container_of(node, struct plk_thread, hnode);
+		if (cds_lfht_del(table, node) == 0)
 			call_rcu(&t->rcu, record_free);
+	}
 	plk_rcu_unlock();
 }
