@@ -49,25 +49,33 @@ START_TEST(donate_env_selects_what_is_lent)
 }
 END_TEST
 
-START_TEST(donate_env_none_lends_nothing)
+/* A nice-0 waiter on CPU 0 blocks on @m held by a nice-19 holder on
+ * CPU 1: the holder must stay exactly as it is. */
+static void assert_waiter_lends_nothing(proxylock_mutex_t *m)
 {
-	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	setenv("PROXYLOCK_DONATE", "none", 1);
-	ck_assert_uint_eq(proxylock_donate_kinds(), 0);
 	actor_start(&h, 19, 1);
 	actor_start(&w, 0, 0);
-	actor_do(&h, ACT_LOCK, &m, 0);
-	actor_block_on(&w, ACT_LOCK, &m);
+	actor_do(&h, ACT_LOCK, m, 0);
+	actor_block_on(&w, ACT_LOCK, m);
 	usleep(20000);
 	ck_assert_int_eq(nice_of(h.tid), 19);
 	ck_assert(affinity_is(h.tid, 1, -1));
-	actor_do(&h, ACT_UNLOCK, &m, 0);
+	actor_do(&h, ACT_UNLOCK, m, 0);
 	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_UNLOCK, &m, 0);
+	actor_do(&w, ACT_UNLOCK, m, 0);
 	actor_quit(&h);
 	actor_quit(&w);
+}
+
+START_TEST(donate_env_none_lends_nothing)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+
+	setenv("PROXYLOCK_DONATE", "none", 1);
+	ck_assert_uint_eq(proxylock_donate_kinds(), 0);
+	assert_waiter_lends_nothing(&m);
 }
 END_TEST
 
@@ -146,24 +154,12 @@ START_TEST(per_lock_attribute_none_lends_nothing)
 {
 	proxylock_mutexattr_t attr;
 	proxylock_mutex_t m;
-	struct actor h, w;
 
 	require_two_cpus_and_nice();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE), 0);
 	proxylock_mutex_init(&m, &attr);
-	actor_start(&h, 19, 1);
-	actor_start(&w, 0, 0);
-	actor_do(&h, ACT_LOCK, &m, 0);
-	actor_block_on(&w, ACT_LOCK, &m);
-	usleep(20000);
-	ck_assert_int_eq(nice_of(h.tid), 19);
-	ck_assert(affinity_is(h.tid, 1, -1));
-	actor_do(&h, ACT_UNLOCK, &m, 0);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_UNLOCK, &m, 0);
-	actor_quit(&h);
-	actor_quit(&w);
+	assert_waiter_lends_nothing(&m);
 }
 END_TEST
 

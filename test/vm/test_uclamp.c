@@ -48,49 +48,45 @@ START_TEST(the_kernel_has_uclamp_and_the_library_sees_it)
 }
 END_TEST
 
-START_TEST(holder_gets_the_waiters_uclamp_min_and_max_and_returns_exactly)
+/*
+ * A holder with clamps @hmin..@hmax holds a lock that a waiter with
+ * @wmin..@wmax blocks on: the holder must run at @emin..@emax, and be
+ * back at exactly its own clamps after unlock.
+ */
+static void clamp_scenario(uint32_t hmin, uint32_t hmax, uint32_t wmin, uint32_t wmax,
+                           uint32_t emin, uint32_t emax)
 {
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
-	struct actor small, big;
+	struct actor holder, waiter;
 
-	actor_start_uclamp(&small, 0, 128);
-	actor_start_uclamp(&big, 1024, 1024);
-	ck_assert(clamps_are(small.tid, 0, 128));
-	actor_do(&small, ACT_LOCK, &m, 0);
-	actor_block_on(&big, ACT_LOCK, &m);
-	ck_assert_msg(eventually(clamps_are(small.tid, 1024, 1024), 2000),
-	              "holder clamps %u..%u", kview_of(small.tid).umin, kview_of(small.tid).umax);
-	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 1024);
-	actor_do(&small, ACT_UNLOCK, &m, 0);
-	ck_assert(kview_equal(&small.after, &small.base));
-	ck_assert(clamps_are(small.tid, 0, 128));
-	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 0);
-	ck_assert_int_eq(actor_wait(&big), 0);
-	actor_do(&big, ACT_UNLOCK, &m, 0);
-	ck_assert(clamps_are(big.tid, 1024, 1024));
-	actor_quit(&small);
-	actor_quit(&big);
+	actor_start_uclamp(&holder, (int)hmin, (int)hmax);
+	actor_start_uclamp(&waiter, (int)wmin, (int)wmax);
+	ck_assert(clamps_are(holder.tid, hmin, hmax));
+	actor_do(&holder, ACT_LOCK, &m, 0);
+	actor_block_on(&waiter, ACT_LOCK, &m);
+	ck_assert_msg(eventually(clamps_are(holder.tid, emin, emax), 2000), "holder clamps %u..%u",
+	              kview_of(holder.tid).umin, kview_of(holder.tid).umax);
+	ck_assert_int_eq(proc_sched(holder.tid, "effective uclamp.min"), emin);
+	actor_do(&holder, ACT_UNLOCK, &m, 0);
+	ck_assert(kview_equal(&holder.after, &holder.base));
+	ck_assert(clamps_are(holder.tid, hmin, hmax));
+	ck_assert_int_eq(proc_sched(holder.tid, "effective uclamp.min"), hmin);
+	ck_assert_int_eq(actor_wait(&waiter), 0);
+	actor_do(&waiter, ACT_UNLOCK, &m, 0);
+	ck_assert(clamps_are(waiter.tid, wmin, wmax));
+	actor_quit(&holder);
+	actor_quit(&waiter);
+}
+
+START_TEST(holder_gets_the_waiters_uclamp_min_and_max_and_returns_exactly)
+{
+	clamp_scenario(0, 128, 1024, 1024, 1024, 1024);
 }
 END_TEST
 
 START_TEST(a_low_uclamp_max_on_the_holder_does_not_cap_the_lent_min)
 {
-	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
-	struct actor small, mid;
-
-	actor_start_uclamp(&small, 0, 100);
-	actor_start_uclamp(&mid, 512, 600);
-	actor_do(&small, ACT_LOCK, &m, 0);
-	actor_block_on(&mid, ACT_LOCK, &m);
-	ck_assert_msg(eventually(clamps_are(small.tid, 512, 600), 2000), "holder clamps %u..%u",
-	              kview_of(small.tid).umin, kview_of(small.tid).umax);
-	ck_assert_int_eq(proc_sched(small.tid, "effective uclamp.min"), 512);
-	actor_do(&small, ACT_UNLOCK, &m, 0);
-	ck_assert(clamps_are(small.tid, 0, 100));
-	ck_assert_int_eq(actor_wait(&mid), 0);
-	actor_do(&mid, ACT_UNLOCK, &m, 0);
-	actor_quit(&small);
-	actor_quit(&mid);
+	clamp_scenario(0, 100, 512, 600, 512, 600);
 }
 END_TEST
 
