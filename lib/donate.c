@@ -35,7 +35,8 @@
  *      lend to it through L any more) and before unlock returns.
  *  I4  B(T) is read from the kernel when T.held goes from empty to
  *      non-empty (T is not boosted then, so the kernel's view is B(T)),
- *      and by a waiter, of itself, before it queues unboosted.
+ *      and by a waiter, of itself, before it queues unboosted.  Nothing
+ *      is lent to a TID that is not a live thread of this process.
  *  I5  Lock order: bucket lock, then one record lock at a time.  No
  *      two bucket locks are ever held together; a chain walk drops one
  *      bucket before taking the next and revalidates (T still waits on
@@ -45,6 +46,8 @@
 #include <numa.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "donate.h"
@@ -217,6 +220,14 @@ static void count_lent(const struct plk_sched_ctx *before, const struct plk_sche
 		plk_stat_inc(lent_rt);
 }
 
+/* Is @tid a live thread of this process?  TIDs are system-wide: an
+ * owner that exited holding a lock leaves its TID in the word, and the
+ * TID may be reused elsewhere; we must never touch another process. */
+static bool tid_is_ours(pid_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+}
+
 /* Recompute t->eff from t->base and t->held; apply.  t->lock held.
  * Returns true if E(T) changed. */
 static bool recompute(struct plk_thread *t)
@@ -228,7 +239,7 @@ static bool recompute(struct plk_thread *t)
 	for (int i = 0; i < t->nheld; i++)
 		lend_merge(&all, &t->held[i].lend);
 	combine(&t->base, &all, &eff);
-	if (plk_sched_equal(&eff, &t->eff))
+	if (plk_sched_equal(&eff, &t->eff) || !tid_is_ours(t->tid))
 		return false;
 	t->eff = eff;
 	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
@@ -242,13 +253,15 @@ static bool recompute(struct plk_thread *t)
 	return true;
 }
 
-/* Refresh B(T) from the kernel (I4).  t->lock held, t->held empty. */
-static void base_refresh(struct plk_thread *t)
+/* Refresh B(T) from the kernel (I4).  t->lock held, t->held empty.
+ * False if T is not (any longer) one of our threads. */
+static bool base_refresh(struct plk_thread *t)
 {
-	if (plk_sched_read(t->tid, &t->base) != 0)
-		return;
+	if (!tid_is_ours(t->tid) || plk_sched_read(t->tid, &t->base) != 0)
+		return false;
 	t->applied = t->base;
 	t->eff = t->base;
+	return true;
 }
 
 static int held_find(const struct plk_thread *t, const void *lock)
@@ -276,8 +289,8 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 			plk_stat_inc(chain_truncated);
 			return false;
 		}
-		if (t->nheld == 0)
-			base_refresh(t);
+		if (t->nheld == 0 && !base_refresh(t))
+			return false;
 		i = t->nheld++;
 		t->held[i].lock = lock;
 	}
@@ -291,7 +304,7 @@ void plk_donate_waiter_refresh(struct plk_thread *self)
 {
 	plk_ilock_lock(&self->lock);
 	if (self->nheld == 0)
-		base_refresh(self);
+		(void)base_refresh(self);
 	plk_ilock_unlock(&self->lock);
 }
 
