@@ -28,10 +28,14 @@ extern "C" {
 #endif
 
 /* Mutex types (proxylock_mutexattr_settype). */
+/* Values are glibc's PTHREAD_MUTEX_*_NP kinds, so that a pthread_mutex_t
+ * filled by any of glibc's static initializers is a proxylock of that
+ * type (see the layout below). */
 enum {
 	PROXYLOCK_MUTEX_NORMAL = 0,     /* relock deadlocks, as POSIX NORMAL */
-	PROXYLOCK_MUTEX_ERRORCHECK = 1, /* relock EDEADLK, foreign unlock EPERM */
-	PROXYLOCK_MUTEX_RECURSIVE = 2,  /* owner may relock; counted */
+	PROXYLOCK_MUTEX_RECURSIVE = 1,  /* owner may relock; counted */
+	PROXYLOCK_MUTEX_ERRORCHECK = 2, /* relock EDEADLK, foreign unlock EPERM */
+	PROXYLOCK_MUTEX_ADAPTIVE = 3,   /* as NORMAL (every proxylock spins first) */
 	PROXYLOCK_MUTEX_DEFAULT = PROXYLOCK_MUTEX_NORMAL
 };
 
@@ -49,23 +53,43 @@ enum {
  * The mutex.  Zero-filled storage is an unlocked NORMAL mutex lending
  * every kind the process allows, so static and calloc'ed mutexes need no
  * init call.  Fields are private: the lock word is __word (owner TID,
- * bit 31 = waiters), __flags holds the type and the kinds *not* lent.
- * 24 bytes, so it fits inside a pthread_mutex_t (40 bytes on x86_64).
+ * bit 31 = waiters), __count the recursion depth, __flags the type and
+ * the kinds *not* lent.  24 bytes laid over the head of glibc's
+ * pthread_mutex_t (40 bytes on x86_64): __word on __lock, __count on
+ * __count, __flags on __kind; that is what lets the LD_PRELOAD
+ * interposer keep a proxylock inside the caller's pthread_mutex_t.
  */
 typedef struct proxylock_mutex {
 	uint32_t __word;
-	uint32_t __flags;
 	uint32_t __count;
-	uint32_t __reserved[3];
+	uint32_t __reserved0[2];
+	uint32_t __flags;
+	uint32_t __reserved1;
 } proxylock_mutex_t;
 
-#define PROXYLOCK_MUTEX_INITIALIZER { 0, 0, 0, { 0, 0, 0 } }
+#define PROXYLOCK_MUTEX_INITIALIZER { 0, 0, { 0, 0 }, 0, 0 }
 
 typedef struct proxylock_mutexattr {
 	uint32_t __magic;
 	uint32_t __type;
 	uint32_t __donate;
 } proxylock_mutexattr_t;
+
+/*
+ * The condition variable, for use with proxylock mutexes.  Zero-filled
+ * storage is a CLOCK_REALTIME condvar.  Fields are private; 48 bytes laid
+ * over glibc's pthread_cond_t (see lib/cond.c).
+ */
+typedef struct proxylock_cond {
+	uint32_t __waiters;
+	uint32_t __reserved0;
+	void *__mutex;
+	uint32_t __reserved1[5];
+	uint32_t __flags;
+	uint32_t __reserved2[2];
+} proxylock_cond_t;
+
+#define PROXYLOCK_COND_INITIALIZER { 0, 0, 0, { 0, 0, 0, 0, 0 }, 0, { 0, 0 } }
 
 /* Where a boosted owner may run (proxylock_affinity_policy_set). */
 enum {
@@ -160,6 +184,44 @@ PROXYLOCK_API int proxylock_mutex_unlock(proxylock_mutex_t *m);
 
 /** proxylock_mutex_owner - TID in @m's word now, 0 if unlocked. */
 PROXYLOCK_API pid_t proxylock_mutex_owner(const proxylock_mutex_t *m);
+
+/**
+ * proxylock_cond_init - initialise @c to time its waits on @clock
+ * (CLOCK_REALTIME or CLOCK_MONOTONIC, else EINVAL).
+ */
+PROXYLOCK_API int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock);
+
+/** proxylock_cond_destroy - EBUSY while threads wait on @c, else 0. */
+PROXYLOCK_API int proxylock_cond_destroy(proxylock_cond_t *c);
+
+/**
+ * proxylock_cond_wait - atomically release @m (which the caller must
+ * own, else EPERM) and wait on @c; retake @m before returning, even on
+ * error.  A RECURSIVE @m is released and retaken at its full depth.
+ * Returns 0 (possibly spuriously, as POSIX allows).
+ */
+PROXYLOCK_API int proxylock_cond_wait(proxylock_cond_t *c, proxylock_mutex_t *m);
+
+/**
+ * proxylock_cond_timedwait - as wait, giving up at @abstime on @c's
+ * clock with ETIMEDOUT; EINVAL for an invalid @abstime.
+ */
+PROXYLOCK_API int proxylock_cond_timedwait(proxylock_cond_t *c, proxylock_mutex_t *m,
+                                           const struct timespec *abstime);
+
+/** proxylock_cond_clockwait - as timedwait, on @clock (REALTIME/MONOTONIC). */
+PROXYLOCK_API int proxylock_cond_clockwait(proxylock_cond_t *c, proxylock_mutex_t *m,
+                                           clockid_t clock, const struct timespec *abstime);
+
+/**
+ * proxylock_cond_signal - wake at least one waiter of @c, if any.  Waiters
+ * whose mutex is held are moved onto its queue instead of woken, and lend
+ * its owner their context from then on.
+ */
+PROXYLOCK_API int proxylock_cond_signal(proxylock_cond_t *c);
+
+/** proxylock_cond_broadcast - wake every waiter of @c (moved, as signal). */
+PROXYLOCK_API int proxylock_cond_broadcast(proxylock_cond_t *c);
 
 /**
  * proxylock_caps - the PROXYLOCK_DONATE_* kinds this kernel and this

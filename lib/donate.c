@@ -332,7 +332,7 @@ bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
 	changed = held_set(o, m, &lend);
 	plk_ilock_unlock(&o->lock);
 	*owner = o;
-	*next = __atomic_load_n(&o->blocked_on, __ATOMIC_ACQUIRE);
+	*next = plk_blocked_mutex(o);
 	return changed;
 }
 

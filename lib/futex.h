@@ -30,6 +30,21 @@ PLK_HIDDEN int plk_futex_wait(uint32_t *addr, uint32_t val, clockid_t clock,
 /** plk_futex_wake - wake up to @n sleepers on @addr. */
 PLK_HIDDEN void plk_futex_wake(uint32_t *addr, int n);
 
+/** plk_timespec_valid - POSIX's test of a deadline: 0 <= tv_nsec < 1e9. */
+static inline int plk_timespec_valid(const struct timespec *ts)
+{
+	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
+}
+
+/** plk_now_ns - CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t plk_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 typedef struct { uint32_t word; } plk_ilock_t;
 
 #define PLK_ILOCK_INIT { 0 }

@@ -11,7 +11,10 @@
  *   bits 0..29  owner TID; 0 = unlocked
  *
  * __count is the RECURSIVE relock depth (0 = held once); only the owner
- * touches it.  __flags holds the type and the kinds not lent.
+ * touches it.  __flags holds the type (glibc's kind numbers: NORMAL 0,
+ * RECURSIVE 1, ERRORCHECK 2, ADAPTIVE 3) in bits 0..1 and the kinds not
+ * lent from bit 24.  The layout matches the head of glibc's
+ * pthread_mutex_t (see proxylock.h and preload.c).
  *
  * Fast paths: lock is one CAS 0 -> TID; unlock is one CAS TID -> 0,
  * which fails, sending us to the slow path, exactly when the word is not
@@ -82,7 +85,7 @@ int proxylock_mutexattr_destroy(proxylock_mutexattr_t *attr)
 int proxylock_mutexattr_settype(proxylock_mutexattr_t *attr, int type)
 {
 	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
-	    type < PROXYLOCK_MUTEX_NORMAL || type > PROXYLOCK_MUTEX_RECURSIVE)
+	    type < PROXYLOCK_MUTEX_NORMAL || type > PROXYLOCK_MUTEX_ADAPTIVE)
 		return EINVAL;
 	attr->__type = (uint32_t)type;
 	return 0;
@@ -145,19 +148,6 @@ pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
 
 /* --- helpers --------------------------------------------------------- */
 
-static bool timespec_valid(const struct timespec *ts)
-{
-	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool deadline_passed(clockid_t clock, const struct timespec *abstime)
 {
 	struct timespec now;
@@ -165,12 +155,6 @@ static bool deadline_passed(clockid_t clock, const struct timespec *abstime)
 	clock_gettime(clock, &now);
 	return now.tv_sec > abstime->tv_sec ||
 	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
-}
-
-static bool cas_word(proxylock_mutex_t *m, uint32_t expect, uint32_t want)
-{
-	return __atomic_compare_exchange_n(&m->__word, &expect, want, 0,
-	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 /* A relock by the owner: RECURSIVE counts, ERRORCHECK refuses, NORMAL
@@ -207,7 +191,7 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 		if ((uint32_t)tid == self)
 			return true;
 		t = plk_thread_find(tid);
-		next = t ? __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE) : NULL;
+		next = t ? plk_blocked_mutex(t) : NULL;
 		if (!next)
 			return false;
 		tid = plk_owner_tid(plk_word(next));
@@ -223,7 +207,7 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
                          const struct timespec *abstime)
 {
 	for (;;) {
-		if (cas_word(m, 0, self))
+		if (plk_cas_word(m, 0, self))
 			return 0;
 		if (abstime && deadline_passed(clock, abstime))
 			return ETIMEDOUT;
@@ -241,7 +225,7 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 	proxylock_mutex_t *next;
 	bool more = plk_waitq_first(b, m) != NULL;
 
-	if (!cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
+	if (!plk_cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
 		return false;
 	if (more)
 		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
@@ -273,12 +257,12 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 	}
 	more = plk_waitq_first(b, m) != NULL;
 	w = plk_word(m);
-	if (more && !(w & PLK_WAITERS) && w != 0 && cas_word(m, w, w | PLK_WAITERS))
+	if (more && !(w & PLK_WAITERS) && w != 0 && plk_cas_word(m, w, w | PLK_WAITERS))
 		w |= PLK_WAITERS;
 	if (w & PLK_WAITERS) {
 		changed = plk_donate_update(b, m, &owner, &next);
 		if (!more)
-			cas_word(m, w, w & ~PLK_WAITERS);
+			plk_cas_word(m, w, w & ~PLK_WAITERS);
 	}
 	plk_waitq_unlock(b);
 	if (changed && next)
@@ -288,13 +272,13 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 
 /*
  * Queue and sleep until @m is ours.  Called under rcu_read_lock(), which
- * is dropped while parked.  Returns 0, ETIMEDOUT or EDEADLK.
+ * is dropped while parked.  @woken: we were queued on @m before and have
+ * been woken (M3: re-queue at the head, keep enq_ns).  Returns 0,
+ * ETIMEDOUT or EDEADLK.
  */
 static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self,
-                      clockid_t clock, const struct timespec *abstime)
+                      clockid_t clock, const struct timespec *abstime, bool woken)
 {
-	bool woken = false;
-
 	if (plk_donate_lock_kinds(m))
 		plk_donate_waiter_refresh(me);
 	for (;;) {
@@ -313,7 +297,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			continue;
 		}
 		if (!(w & PLK_WAITERS)) {
-			if (!cas_word(m, w, w | PLK_WAITERS)) {
+			if (!plk_cas_word(m, w, w | PLK_WAITERS)) {
 				plk_waitq_unlock(b);
 				continue;
 			}
@@ -321,12 +305,12 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		}
 		if (plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
 			if (!plk_waitq_first(b, m))
-				cas_word(m, w, w & ~PLK_WAITERS);
+				plk_cas_word(m, w, w & ~PLK_WAITERS);
 			plk_waitq_unlock(b);
 			return EDEADLK;
 		}
 		if (!woken)
-			me->enq_ns = now_ns();
+			me->enq_ns = plk_now_ns();
 		plk_waitq_enqueue(b, me, m, woken);
 		changed = plk_donate_update(b, m, &owner, &next);
 		plk_waitq_unlock(b);
@@ -347,8 +331,8 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	}
 }
 
-static __attribute__((noinline)) int lock_slow(proxylock_mutex_t *m, clockid_t clock,
-                                                const struct timespec *abstime)
+__attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
+                                                  const struct timespec *abstime)
 {
 	uint32_t self = plk_tid(), w = plk_word(m);
 	struct plk_thread *me;
@@ -356,11 +340,11 @@ static __attribute__((noinline)) int lock_slow(proxylock_mutex_t *m, clockid_t c
 
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
 		return err;
-	if (abstime && !timespec_valid(abstime))
+	if (abstime && !plk_timespec_valid(abstime))
 		return EINVAL;
 	for (int i = 0; i < PLK_SPIN; i++) {
 		w = plk_word(m);
-		if (w == 0 && cas_word(m, 0, self))
+		if (w == 0 && plk_cas_word(m, 0, self))
 			return 0;
 		if (w & PLK_WAITERS)
 			break;  /* others are queued: do not barge past them by spinning */
@@ -369,22 +353,25 @@ static __attribute__((noinline)) int lock_slow(proxylock_mutex_t *m, clockid_t c
 	plk_stat_inc(contended);
 	rcu_read_lock();
 	me = plk_thread_self();
-	err = me ? lock_block(m, me, self, clock, abstime)
+	err = me ? lock_block(m, me, self, clock, abstime, false)
 	         : lock_yielding(m, self, clock, abstime);
 	plk_rcu_unlock();
 	return err;
+}
+
+int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
+{
+	plk_stat_inc(contended);
+	return lock_block(m, me, plk_tid(), CLOCK_REALTIME, NULL, true);
 }
 
 /* --- lock ------------------------------------------------------------ */
 
 int proxylock_mutex_lock(proxylock_mutex_t *m)
 {
-	uint32_t zero = 0;
-
-	if (__atomic_compare_exchange_n(&m->__word, &zero, plk_tid(), 0,
-	                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (plk_mutex_lock_fast(m))
 		return 0;
-	return lock_slow(m, CLOCK_REALTIME, NULL);
+	return plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_mutex_trylock(proxylock_mutex_t *m)
@@ -394,7 +381,7 @@ int proxylock_mutex_trylock(proxylock_mutex_t *m)
 
 	do {
 		w = plk_word(m);
-		if (w == 0 && cas_word(m, 0, self))
+		if (w == 0 && plk_cas_word(m, 0, self))
 			return 0;
 	} while (w == 0);
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
@@ -405,16 +392,13 @@ int proxylock_mutex_trylock(proxylock_mutex_t *m)
 int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
                               const struct timespec *abstime)
 {
-	uint32_t zero = 0;
-
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
-	if (__atomic_compare_exchange_n(&m->__word, &zero, plk_tid(), 0,
-	                                __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+	if (plk_mutex_lock_fast(m))
 		return 0;
 	if (!abstime)
 		return EINVAL;
-	return lock_slow(m, clock, abstime);
+	return plk_mutex_lock_slow(m, clock, abstime);
 }
 
 int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *abstime)
@@ -437,7 +421,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 
 	if (head)
 		plk_waitq_dequeue(head);
-	if (head && now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+	if (head && plk_now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
@@ -457,15 +441,40 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 		plk_donate_withdraw(me, m);
 }
 
+/*
+ * Release @m on behalf of its owner (glibc lets any thread unlock a
+ * NORMAL mutex; the interposer keeps that): the owner's record, if it
+ * has one, gives up what @m's waiters lent it.
+ */
+static int unlock_foreign(proxylock_mutex_t *m, uint32_t w)
+{
+	if (w == 0)
+		return 0;  /* glibc: unlocking an unlocked NORMAL mutex succeeds */
+	if (!(w & PLK_WAITERS))
+		return plk_cas_word(m, w, 0) ? 0 : -1;
+	rcu_read_lock();
+	unlock_wake(m, plk_thread_find(plk_owner_tid(w)));
+	plk_rcu_unlock();
+	return 0;
+}
+
 /* Out of line, so the fast paths stay a few instructions long. */
-static __attribute__((noinline)) int unlock_slow(proxylock_mutex_t *m)
+__attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax)
 {
 	uint32_t self = plk_tid(), w;
 
 	for (;;) {
 		w = plk_word(m);
-		if (!plk_owned_by_self(w, self))
-			return EPERM;
+		if (!plk_owned_by_self(w, self)) {
+			int err;
+
+			if (!lax || plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK ||
+			    plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE)
+				return EPERM;
+			if ((err = unlock_foreign(m, w)) >= 0)
+				return err;
+			continue;
+		}
 		if (m->__count > 0) {
 			m->__count--;
 			return 0;
@@ -484,11 +493,7 @@ static __attribute__((noinline)) int unlock_slow(proxylock_mutex_t *m)
 
 int proxylock_mutex_unlock(proxylock_mutex_t *m)
 {
-	uint32_t self = plk_tid();
-
-	if (__atomic_load_n(&m->__count, __ATOMIC_RELAXED) == 0 &&
-	    __atomic_compare_exchange_n(&m->__word, &self, 0, 0,
-	                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+	if (plk_mutex_unlock_fast(m))
 		return 0;
-	return unlock_slow(m);
+	return plk_mutex_unlock_slow(m, false);
 }

@@ -17,11 +17,19 @@
 #define PLK_TID_MASK 0x3fffffffu  /* FUTEX_TID_MASK */
 
 #define PLK_TYPE_MASK 0x3u
-#define PLK_NODONATE_SHIFT 8      /* kinds *not* lent, so zero lends all */
+#define PLK_NODONATE_SHIFT 24     /* kinds *not* lent, so zero lends all;
+                                     above every bit glibc uses in __kind */
 
 static inline uint32_t plk_word(const proxylock_mutex_t *m)
 {
 	return __atomic_load_n(&m->__word, __ATOMIC_ACQUIRE);
+}
+
+/** plk_cas_word - CAS @m's word from @expect to @want (acquire). */
+static inline bool plk_cas_word(proxylock_mutex_t *m, uint32_t expect, uint32_t want)
+{
+	return __atomic_compare_exchange_n(&m->__word, &expect, want, 0,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
 static inline int plk_type(const proxylock_mutex_t *m)
@@ -49,5 +57,49 @@ static inline bool plk_owned_by_self(uint32_t w, uint32_t self)
 
 	return tid == self || (tid != 0 && tid == plk_prefork_tid() && self == plk_forked_tid());
 }
+
+/*
+ * The fast paths, inline so that proxylock_mutex_* and the interposer's
+ * pthread_mutex_* are each one CAS when uncontended: lock 0 -> TID,
+ * unlock TID -> 0 (fails, to the slow path, whenever the word is not our
+ * bare TID or a RECURSIVE count is pending).
+ */
+static inline bool plk_mutex_lock_fast(proxylock_mutex_t *m)
+{
+	uint32_t zero = 0;
+
+	return __atomic_compare_exchange_n(&m->__word, &zero, plk_tid(), 0,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+static inline bool plk_mutex_unlock_fast(proxylock_mutex_t *m)
+{
+	uint32_t self = plk_tid();
+
+	return __atomic_load_n(&m->__count, __ATOMIC_RELAXED) == 0 &&
+	       __atomic_compare_exchange_n(&m->__word, &self, 0, 0,
+	                                   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/**
+ * plk_mutex_lock_slow - everything lock does after a failed fast path:
+ * relock rules, spin, queue, lend, sleep.  @abstime NULL: no deadline.
+ */
+PLK_HIDDEN int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
+                                   const struct timespec *abstime);
+
+/**
+ * plk_mutex_unlock_slow - unlock after a failed fast path.  @lax: glibc's
+ * rules for NORMAL and ADAPTIVE (a non-owner's unlock releases the lock,
+ * an unlocked mutex's unlock succeeds); otherwise EPERM for those.
+ */
+PLK_HIDDEN int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax);
+
+/**
+ * plk_mutex_lock_requeued - take @m after being woken (PLK_PARK_WOKEN)
+ * off @m's queue onto which a condvar moved us: as a woken waiter, at
+ * the head (M3).  Under rcu_read_lock(), @me the caller's record.
+ */
+PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);
 
 #endif /* PLK_MUTEX_H */

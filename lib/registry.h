@@ -59,11 +59,25 @@ struct plk_thread {
 	struct plk_held held[PLK_HELD_MAX];
 
 	/* Wait state, under the bucket lock of .blocked_on. */
-	void *blocked_on;              /* lock waited for; atomic for readers */
+	void *blocked_on;              /* mutex waited for, or condvar | PLK_COND_TAG;
+	                                  atomic for readers */
+	int requeued;                  /* a condvar moved us onto a mutex queue */
 	struct cds_list_head wnode;    /* in that bucket's queue */
 	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
 	uint32_t park;                 /* PLK_PARK_*: futex word */
 };
+
+/* A condvar waiter queues under its condvar's address with bit 0 set, so
+ * chain walks never mistake a condvar for a mutex. */
+#define PLK_COND_TAG 1u
+
+/** plk_blocked_mutex - the mutex @t is blocked on, NULL if none (or a condvar). */
+static inline void *plk_blocked_mutex(struct plk_thread *t)
+{
+	void *p = __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE);
+
+	return ((uintptr_t)p & PLK_COND_TAG) ? NULL : p;
+}
 
 /**
  * plk_tid - the caller's TID from a TLS cache (one syscall per thread;

@@ -22,23 +22,49 @@
  */
 static struct plk_bucket buckets[PLK_WAITQ_BUCKETS];
 
-struct plk_bucket *plk_waitq_lock(const void *lock)
+static struct plk_bucket *bucket_of(const void *lock)
 {
 	uintptr_t a = (uintptr_t)lock;
-	struct plk_bucket *b;
 
 	/* Locks are at least 4-byte aligned: drop those bits, then mix. */
 	a = (a >> 2) * 0x9E3779B97F4A7C15ull;
-	b = &buckets[a >> (64 - PLK_WAITQ_SHIFT)];
+	return &buckets[a >> (64 - PLK_WAITQ_SHIFT)];
+}
+
+static void bucket_lock(struct plk_bucket *b)
+{
 	plk_ilock_lock(&b->lock);
 	if (__builtin_expect(b->waiters.next == NULL, 0))
 		CDS_INIT_LIST_HEAD(&b->waiters);
+}
+
+struct plk_bucket *plk_waitq_lock(const void *lock)
+{
+	struct plk_bucket *b = bucket_of(lock);
+
+	bucket_lock(b);
 	return b;
 }
 
 void plk_waitq_unlock(struct plk_bucket *b)
 {
 	plk_ilock_unlock(&b->lock);
+}
+
+void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket **ba,
+                     struct plk_bucket **bb)
+{
+	*ba = bucket_of(a);
+	*bb = bucket_of(b);
+	if (*ba == *bb) {
+		bucket_lock(*ba);
+	} else if (*ba < *bb) {
+		bucket_lock(*ba);
+		bucket_lock(*bb);
+	} else {
+		bucket_lock(*bb);
+		bucket_lock(*ba);
+	}
 }
 
 void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,

@@ -30,6 +30,15 @@ PLK_HIDDEN struct plk_bucket *plk_waitq_lock(const void *lock);
 /** plk_waitq_unlock - unlock bucket @b. */
 PLK_HIDDEN void plk_waitq_unlock(struct plk_bucket *b);
 
+/**
+ * plk_waitq_lock2 - lock the buckets of @a and @b (*@ba, *@bb), in
+ * address order, once if they are the same bucket.  Only a condvar's
+ * move of its waiters onto a mutex queue holds two (cond.c).  Unlock
+ * with plk_waitq_unlock(), *@bb only if it differs from *@ba.
+ */
+PLK_HIDDEN void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket **ba,
+                                struct plk_bucket **bb);
+
 /** plk_waitq_enqueue - queue @t on @lock in @b, at the head or tail. */
 PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,
                                   void *lock, bool at_head);

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cond.c - condition variables that work with proxylock mutexes.
+ *
+ * glibc's pthread_cond_wait releases and retakes its mutex through
+ * internal calls no interposer sees, so proxylock mutexes need a condvar
+ * of their own.  Its waiters use the mutex wait queues (waitq.c): each is
+ * queued under the condvar's address with PLK_COND_TAG set (so a chain
+ * walk never takes the condvar for a mutex) and sleeps on its own park
+ * word.
+ *
+ * Storage, 48 bytes laid over glibc's pthread_cond_t; zero-filled is a
+ * CLOCK_REALTIME condvar, so PTHREAD_COND_INITIALIZER works:
+ *   __waiters (offset 0)   threads queued; written under the condvar's
+ *                          bucket lock, read without it so that signal
+ *                          and broadcast return at once when nobody waits
+ *   __mutex   (offset 8)   the mutex the current waiters use (POSIX: one
+ *                          at a time), bit 0 set if it is a glibc mutex
+ *   __flags   (offset 36)  PLK_COND_MONOTONIC (glibc's clock bit);
+ *                          glibc's pshared bit 0 is never set here, so
+ *                          the interposer tells a glibc condvar by it
+ *
+ * Wait: under the condvar's bucket lock, count and queue ourselves and
+ * note the mutex; then release the mutex and park.  Queued before the
+ * release, we are found by every signal issued after it, and so after
+ * any change of the predicate made under the mutex: no lost wake-up.
+ *
+ * Signal and broadcast take one or every waiter off the queue.  When the
+ * mutex is a proxylock that is held (usually by the signaller), they are
+ * moved onto its queue instead of woken: "wait morphing", the userspace
+ * FUTEX_CMP_REQUEUE.  Woken, they would only block on the mutex; moved,
+ * they sleep until unlock passes it on, one at a time, and lend its
+ * owner their context meanwhile.  When the mutex is free, the first is
+ * woken to take it and the rest are moved (mutex.c's M1 allows a queue
+ * behind a free word while a woken waiter is on its way).  The move holds
+ * both bucket locks, taken in address order: the only place two are held
+ * (donate.c's I5), and no record lock is taken while both are.  With a
+ * glibc mutex, which has no queue of ours, they are simply woken.
+ *
+ * A waiter taken off never touches the condvar's storage again, so it
+ * may be destroyed as soon as broadcast returns.  A waiter whose deadline
+ * passes leaves the queue under the bucket lock if it is still there;
+ * otherwise a signal won the race and it returns 0 as signalled.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+
+#include "cond.h"
+#include "donate.h"
+#include "mutex.h"
+#include "registry.h"
+#include "waitq.h"
+
+#define MUTEX_IS_GLIBC 1u  /* bit 0 of __mutex */
+#define WAKE_BATCH 32      /* waiters woken per bucket-lock hold */
+
+static void *cond_key(proxylock_cond_t *c)
+{
+	return (char *)c + PLK_COND_TAG;
+}
+
+/* --- public API ------------------------------------------------------ */
+
+int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock)
+{
+	if (!c || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+		return EINVAL;
+	*c = (proxylock_cond_t)PROXYLOCK_COND_INITIALIZER;
+	if (clock == CLOCK_MONOTONIC)
+		c->__flags = PLK_COND_MONOTONIC;
+	return 0;
+}
+
+int proxylock_cond_destroy(proxylock_cond_t *c)
+{
+	if (!c)
+		return EINVAL;
+	return __atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+}
+
+int proxylock_cond_wait(proxylock_cond_t *c, proxylock_mutex_t *m)
+{
+	return plk_cond_wait(c, m, NULL, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_cond_timedwait(proxylock_cond_t *c, proxylock_mutex_t *m,
+                             const struct timespec *abstime)
+{
+	if (!abstime)
+		return EINVAL;
+	return plk_cond_wait(c, m, NULL, plk_cond_clock(c), abstime);
+}
+
+int proxylock_cond_clockwait(proxylock_cond_t *c, proxylock_mutex_t *m,
+                             clockid_t clock, const struct timespec *abstime)
+{
+	if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+		return EINVAL;
+	return plk_cond_wait(c, m, NULL, clock, abstime);
+}
+
+int proxylock_cond_signal(proxylock_cond_t *c)
+{
+	plk_cond_wake(c, false);
+	return 0;
+}
+
+int proxylock_cond_broadcast(proxylock_cond_t *c)
+{
+	plk_cond_wake(c, true);
+	return 0;
+}
+
+/* --- waiting --------------------------------------------------------- */
+
+/* Release @m completely; a RECURSIVE depth goes to *@depth. */
+static int mutex_release(void *m, const struct plk_mutex_ops *ops, uint32_t *depth)
+{
+	proxylock_mutex_t *pm = m;
+
+	if (ops)
+		return ops->unlock(m);
+	*depth = pm->__count;
+	pm->__count = 0;
+	return plk_mutex_unlock_fast(pm) ? 0 : plk_mutex_unlock_slow(pm, false);
+}
+
+/* Retake @m after a wait that ended in park state @st. */
+static int mutex_retake(void *m, const struct plk_mutex_ops *ops, struct plk_thread *me,
+                        uint32_t st)
+{
+	proxylock_mutex_t *pm = m;
+	int err;
+
+	if (ops)
+		return ops->lock(m);
+	if (st == PLK_PARK_HANDED)
+		return 0;  /* moved to pm's queue, then handed pm by its unlock */
+	if (st == PLK_PARK_WOKEN && me->requeued) {
+		rcu_read_lock();
+		err = plk_mutex_lock_requeued(pm, me);
+		plk_rcu_unlock();
+		return err;
+	}
+	return plk_mutex_lock_fast(pm) ? 0 : plk_mutex_lock_slow(pm, CLOCK_REALTIME, NULL);
+}
+
+/* Leave @c's queue, where we still are (a failed release, a deadline). */
+static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
+{
+	struct plk_bucket *b = plk_waitq_lock(cond_key(c));
+	bool queued = __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == cond_key(c);
+
+	if (queued) {
+		plk_waitq_dequeue(me);
+		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+	}
+	plk_waitq_unlock(b);
+	return queued;
+}
+
+/*
+ * Our deadline passed.  Still queued on @c: leave, and report the
+ * timeout (PLK_PARK_WAITING).  Otherwise a signal took us off first:
+ * wait for what it made of us, woken, or moved to the mutex and then
+ * woken or handed it by an unlock.
+ */
+static uint32_t cond_timedout(proxylock_cond_t *c, struct plk_thread *me)
+{
+	uint32_t st;
+	bool timedout;
+
+	if (cond_leave(c, me))
+		return PLK_PARK_WAITING;
+	do
+		st = plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout);
+	while (st == PLK_PARK_WAITING);
+	return st;
+}
+
+/* No memory for a thread record: release, yield, retake; POSIX allows
+ * the spurious wake-up this is. */
+static int cond_wait_unqueued(void *m, const struct plk_mutex_ops *ops)
+{
+	uint32_t depth = 0;
+	int err = mutex_release(m, ops, &depth);
+
+	if (err)
+		return err;
+	sched_yield();
+	err = ops ? ops->lock(m) : proxylock_mutex_lock(m);
+	if (!ops)
+		((proxylock_mutex_t *)m)->__count = depth;
+	return err;
+}
+
+int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
+                  clockid_t clock, const struct timespec *abstime)
+{
+	uintptr_t tagged = (uintptr_t)m | (ops ? MUTEX_IS_GLIBC : 0);
+	struct plk_thread *me;
+	struct plk_bucket *b;
+	uint32_t depth = 0, st;
+	bool timedout;
+	int err, ret = 0;
+
+	if (abstime && !plk_timespec_valid(abstime))
+		return EINVAL;
+	if (!ops && !plk_owned_by_self(plk_word(m), plk_tid()))
+		return EPERM;
+	rcu_read_lock();
+	me = plk_thread_self();
+	if (!me) {
+		plk_rcu_unlock();
+		return cond_wait_unqueued(m, ops);
+	}
+	if (!ops && plk_donate_lock_kinds(m))
+		plk_donate_waiter_refresh(me);
+	b = plk_waitq_lock(cond_key(c));
+	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);
+	me->requeued = 0;
+	plk_waitq_enqueue(b, me, cond_key(c), false);
+	plk_waitq_unlock(b);
+	plk_rcu_unlock();
+
+	err = mutex_release(m, ops, &depth);
+	if (err) {
+		if (cond_leave(c, me))
+			return err;
+		/* A signal took us off meanwhile (it can only have woken us:
+		 * nothing is moved onto a glibc mutex); wait for its wake-up
+		 * to land, so that our park word is quiet for the next wait. */
+		while (plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout) == PLK_PARK_WAITING)
+			;
+		return err;
+	}
+	do
+		st = plk_waitq_park(me, clock, abstime, &timedout);
+	while (st == PLK_PARK_WAITING && !timedout);
+	if (st == PLK_PARK_WAITING) {
+		st = cond_timedout(c, me);
+		ret = st == PLK_PARK_WAITING ? ETIMEDOUT : 0;
+	}
+	err = mutex_retake(m, ops, me, st);
+	if (!ops)
+		((proxylock_mutex_t *)m)->__count = depth;
+	return err ? err : ret;
+}
+
+/* --- waking ---------------------------------------------------------- */
+
+/* Wake one or every waiter of @c, in batches.  Under rcu_read_lock(). */
+static void wake_queued(proxylock_cond_t *c, bool all)
+{
+	struct plk_thread *batch[WAKE_BATCH], *t;
+	int n;
+
+	do {
+		struct plk_bucket *b = plk_waitq_lock(cond_key(c));
+
+		for (n = 0; n < (all ? WAKE_BATCH : 1) && (t = plk_waitq_first(b, cond_key(c))); n++) {
+			plk_waitq_dequeue(t);
+			__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
+			batch[n] = t;
+		}
+		plk_waitq_unlock(b);
+		for (int i = 0; i < n; i++)
+			plk_waitq_unpark(batch[i]);
+	} while (all && n == WAKE_BATCH);
+}
+
+/*
+ * Make sure @m's word shows PLK_WAITERS before anyone is moved onto its
+ * queue (M1), unless it is free.  Under @m's bucket lock.  Returns the
+ * word: 0 means free.
+ */
+static uint32_t mutex_mark_waiters(proxylock_mutex_t *m)
+{
+	for (;;) {
+		uint32_t w = plk_word(m);
+
+		if (w == 0 || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS))
+			return w;
+	}
+}
+
+/*
+ * Move one or every waiter of @c onto proxylock @m's queue (see the top).
+ * Returns false if @c's waiters no longer use @m (then nothing was done).
+ * Under rcu_read_lock().
+ */
+static bool move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
+{
+	struct plk_thread *t, *wake = NULL, *owner = NULL;
+	proxylock_mutex_t *next = NULL;
+	struct plk_bucket *bc, *bm;
+	bool moved = false, changed = false;
+	uint64_t now = plk_now_ns();
+	uint32_t w;
+
+	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
+	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m) {
+		if (bc != bm)
+			plk_waitq_unlock(bc);
+		plk_waitq_unlock(bm);
+		return false;
+	}
+	w = mutex_mark_waiters(m);
+	while ((t = plk_waitq_first(bc, cond_key(c)))) {
+		plk_waitq_dequeue(t);
+		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+		t->requeued = 1;
+		t->enq_ns = now;
+		if (w == 0 && !wake) {
+			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
+			wake = t;
+		} else {
+			plk_waitq_enqueue(bm, t, m, false);
+			moved = true;
+		}
+		if (!all)
+			break;
+	}
+	if (bc != bm)
+		plk_waitq_unlock(bc);
+	if (moved)
+		changed = plk_donate_update(bm, m, &owner, &next);
+	plk_waitq_unlock(bm);
+	if (changed && next)
+		plk_donate_propagate(owner, next);
+	if (wake)
+		plk_waitq_unpark(wake);
+	return true;
+}
+
+void plk_cond_wake(proxylock_cond_t *c, bool all)
+{
+	uintptr_t mu;
+
+	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
+		return;
+	rcu_read_lock();
+	do
+		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);
+	while (mu && !(mu & MUTEX_IS_GLIBC) && !move_to_mutex(c, (proxylock_mutex_t *)mu, all));
+	if (!mu || (mu & MUTEX_IS_GLIBC))
+		wake_queued(c, all);
+	plk_rcu_unlock();
+}

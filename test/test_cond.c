@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cond.c - proxylock condition variables: no lost wake-ups, timed
+ * waits, broadcast, the move of waiters onto a held mutex (checked by
+ * the kernel's view of what they lend its owner), destroy after
+ * broadcast, recursive depth kept across a wait.
+ */
+#include "helpers.h"
+
+/* --- a bounded queue hammered by producers and consumers ------------ */
+
+#define PC_THREADS 4       /* producers, and as many consumers */
+#define PC_ITEMS 50000     /* per producer */
+#define PC_SLOTS 4
+
+static proxylock_mutex_t pc_lock = PROXYLOCK_MUTEX_INITIALIZER;
+static proxylock_cond_t pc_not_full = PROXYLOCK_COND_INITIALIZER;
+static proxylock_cond_t pc_not_empty = PROXYLOCK_COND_INITIALIZER;
+static int pc_count;
+static unsigned long pc_sum;
+
+static void *producer(void *arg)
+{
+	(void)arg;
+	for (int i = 1; i <= PC_ITEMS; i++) {
+		proxylock_mutex_lock(&pc_lock);
+		while (pc_count == PC_SLOTS)
+			ck_assert_int_eq(proxylock_cond_wait(&pc_not_full, &pc_lock), 0);
+		pc_count++;
+		proxylock_cond_signal(&pc_not_empty);
+		proxylock_mutex_unlock(&pc_lock);
+	}
+	return NULL;
+}
+
+static void *consumer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < PC_ITEMS; i++) {
+		proxylock_mutex_lock(&pc_lock);
+		while (pc_count == 0)
+			ck_assert_int_eq(proxylock_cond_wait(&pc_not_empty, &pc_lock), 0);
+		pc_count--;
+		pc_sum++;
+		/* Signal after the unlock half the time: both orders are legal. */
+		if (i & 1) {
+			proxylock_cond_signal(&pc_not_full);
+			proxylock_mutex_unlock(&pc_lock);
+		} else {
+			proxylock_mutex_unlock(&pc_lock);
+			proxylock_cond_signal(&pc_not_full);
+		}
+	}
+	return NULL;
+}
+
+START_TEST(a_bounded_queue_moves_every_item_with_no_lost_wakeup)
+{
+	pthread_t th[2 * PC_THREADS];
+
+	for (int i = 0; i < PC_THREADS; i++) {
+		pthread_create(&th[i], NULL, producer, NULL);
+		pthread_create(&th[PC_THREADS + i], NULL, consumer, NULL);
+	}
+	for (int i = 0; i < 2 * PC_THREADS; i++)
+		pthread_join(th[i], NULL);  /* a lost wake-up hangs: Check's timeout fails it */
+	ck_assert_uint_eq(pc_sum, (unsigned long)PC_THREADS * PC_ITEMS);
+	ck_assert_int_eq(pc_count, 0);
+	ck_assert_uint_eq(pc_lock.__word, 0);
+	ck_assert_int_eq(proxylock_cond_destroy(&pc_not_full), 0);
+	ck_assert_int_eq(proxylock_cond_destroy(&pc_not_empty), 0);
+}
+END_TEST
+
+/* --- timed waits ----------------------------------------------------- */
+
+START_TEST(a_timed_wait_times_out_on_its_clock_and_returns_holding_the_mutex)
+{
+	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	proxylock_cond_t c;
+
+	for (int i = 0; i < 2; i++) {
+		struct timespec dl = abstime_in(clocks[i], 20 * 1000000L);
+		uint64_t t0 = mono_ns(), dt;
+
+		ck_assert_int_eq(proxylock_cond_init(&c, clocks[i]), 0);
+		proxylock_mutex_lock(&m);
+		ck_assert_int_eq(proxylock_cond_timedwait(&c, &m, &dl), ETIMEDOUT);
+		dt = mono_ns() - t0;
+		ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());
+		ck_assert_msg(dt >= 19 * 1000000ull && dt < 2000 * 1000000ull, "waited %llu ns",
+		              (unsigned long long)dt);
+		ck_assert_uint_eq(c.__waiters, 0);
+		proxylock_mutex_unlock(&m);
+		ck_assert_int_eq(proxylock_cond_destroy(&c), 0);
+	}
+}
+END_TEST
+
+START_TEST(bad_arguments_are_refused_without_waiting)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	proxylock_cond_t c = PROXYLOCK_COND_INITIALIZER;
+	struct timespec bad = { 0, 1000000000L }, past = { 0, 0 };
+
+	ck_assert_int_eq(proxylock_cond_init(&c, CLOCK_PROCESS_CPUTIME_ID), EINVAL);
+	ck_assert_int_eq(proxylock_cond_wait(&c, &m), EPERM);  /* not the owner */
+	proxylock_mutex_lock(&m);
+	ck_assert_int_eq(proxylock_cond_timedwait(&c, &m, &bad), EINVAL);
+	ck_assert_int_eq(proxylock_cond_clockwait(&c, &m, CLOCK_THREAD_CPUTIME_ID, &past), EINVAL);
+	ck_assert_int_eq(proxylock_cond_timedwait(&c, &m, &past), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());
+	proxylock_mutex_unlock(&m);
+	ck_assert_int_eq(proxylock_cond_signal(&c), 0);     /* nobody waits: no-op */
+	ck_assert_int_eq(proxylock_cond_broadcast(&c), 0);
+}
+END_TEST
+
+/* --- broadcast ------------------------------------------------------- */
+
+#define BC_WAITERS 6
+
+struct bc {
+	proxylock_mutex_t m;
+	proxylock_cond_t c;
+	int go, waiting, woke;
+	int cpu;
+};
+
+static void *bc_waiter(void *p)
+{
+	struct bc *s = p;
+
+	if (s->cpu >= 0)
+		pin_self(s->cpu);
+	proxylock_mutex_lock(&s->m);
+	s->waiting++;
+	while (!s->go)
+		ck_assert_int_eq(proxylock_cond_wait(&s->c, &s->m), 0);
+	s->woke++;
+	proxylock_mutex_unlock(&s->m);
+	return NULL;
+}
+
+static void bc_start(struct bc *s, pthread_t *th, int n, int cpu)
+{
+	memset(s, 0, sizeof(*s));
+	s->cpu = cpu;
+	for (int i = 0; i < n; i++)
+		pthread_create(&th[i], NULL, bc_waiter, s);
+	ck_assert(eventually(__atomic_load_n(&s->c.__waiters, __ATOMIC_ACQUIRE) == (unsigned)n, 5000));
+}
+
+START_TEST(broadcast_wakes_every_waiter_and_the_condvar_can_go_at_once)
+{
+	static struct bc s;
+	pthread_t th[BC_WAITERS];
+
+	bc_start(&s, th, BC_WAITERS, -1);
+	proxylock_mutex_lock(&s.m);
+	s.go = 1;
+	ck_assert_int_eq(proxylock_cond_broadcast(&s.c), 0);
+	/* POSIX: destroying right after broadcast is fine; waiters must not
+	 * touch the condvar any more, so scribbling over it is harmless. */
+	ck_assert_int_eq(proxylock_cond_destroy(&s.c), 0);
+	memset(&s.c, 0xa5, sizeof(s.c));
+	proxylock_mutex_unlock(&s.m);
+	for (int i = 0; i < BC_WAITERS; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(s.woke, BC_WAITERS);
+	ck_assert_uint_eq(s.m.__word, 0);
+}
+END_TEST
+
+/*
+ * Broadcast with the mutex held moves the waiters onto the mutex rather
+ * than waking them into it: they sleep on as its waiters and lend its
+ * owner their CPU (here: waiters pinned to CPU 0, owner to CPU 1) until
+ * it unlocks, and the owner is back at its base after.
+ */
+START_TEST(broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their_cpu)
+{
+	static struct bc s;
+	pthread_t th[3];
+	struct kview base;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pin_self(1);
+	base = kview_of(0);
+	bc_start(&s, th, 3, 0);
+	proxylock_mutex_lock(&s.m);
+	s.go = 1;
+	proxylock_cond_broadcast(&s.c);
+	ck_assert_uint_eq(s.c.__waiters, 0);
+	ck_assert_msg(s.m.__word & 0x80000000u, "waiters were not moved onto the mutex");
+	ck_assert_msg(affinity_is(0, 0, -1), "the owner does not run on its waiters' CPU");
+	usleep(20000);
+	ck_assert_int_eq(s.woke, 0);  /* still asleep behind the mutex */
+	proxylock_mutex_unlock(&s.m);
+	{
+		struct kview after = kview_of(0);
+
+		ck_assert(kview_equal(&after, &base));
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(s.woke, 3);
+	ck_assert_uint_eq(s.m.__word, 0);
+}
+END_TEST
+
+/* --- recursive mutexes ----------------------------------------------- */
+
+static proxylock_mutex_t rec_lock;
+static proxylock_cond_t rec_cond = PROXYLOCK_COND_INITIALIZER;
+static int rec_flag;
+
+static void *rec_signaller(void *arg)
+{
+	(void)arg;
+	proxylock_mutex_lock(&rec_lock);  /* only possible if the waiter let go fully */
+	rec_flag = 1;
+	proxylock_cond_signal(&rec_cond);
+	proxylock_mutex_unlock(&rec_lock);
+	return NULL;
+}
+
+START_TEST(a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_depth)
+{
+	proxylock_mutexattr_t a;
+	pthread_t th;
+
+	proxylock_mutexattr_init(&a);
+	proxylock_mutexattr_settype(&a, PROXYLOCK_MUTEX_RECURSIVE);
+	proxylock_mutex_init(&rec_lock, &a);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(proxylock_mutex_lock(&rec_lock), 0);
+	pthread_create(&th, NULL, rec_signaller, NULL);
+	while (!rec_flag)
+		ck_assert_int_eq(proxylock_cond_wait(&rec_cond, &rec_lock), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(proxylock_mutex_unlock(&rec_lock), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&rec_lock), EPERM);
+	pthread_join(th, NULL);
+}
+END_TEST
+
+static Suite *cond_suite(void)
+{
+	Suite *s = suite_create("cond");
+	TCase *tc = tcase_create("cond");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, a_bounded_queue_moves_every_item_with_no_lost_wakeup);
+	tcase_add_test(tc, a_timed_wait_times_out_on_its_clock_and_returns_holding_the_mutex);
+	tcase_add_test(tc, bad_arguments_are_refused_without_waiting);
+	tcase_add_test(tc, broadcast_wakes_every_waiter_and_the_condvar_can_go_at_once);
+	tcase_add_test(tc, broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their_cpu);
+	tcase_add_test(tc, a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_depth);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(cond_suite)
