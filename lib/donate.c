@@ -51,6 +51,7 @@
 
 #include "config.h"
 #include "donate.h"
+#include "lockstat.h"
 #include "mutex.h"
 #include "schedctl.h"
 #include "stats.h"
@@ -206,18 +207,32 @@ static void combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
 
 /* --- a record's entries and the kernel ------------------------------- */
 
-static void count_lent(const struct plk_sched_ctx *before, const struct plk_sched_ctx *now)
+/* Count, process-wide and for @lock, the kinds a donation changed. */
+static void count_lent(const void *lock, const struct plk_sched_ctx *before,
+                       const struct plk_sched_ctx *now)
 {
-	if (before->umin != now->umin || before->umax != now->umax)
+	unsigned kinds = 0;
+
+	if (before->umin != now->umin || before->umax != now->umax) {
 		plk_stat_inc(lent_uclamp);
-	if (!CPU_EQUAL(&before->cpus, &now->cpus))
+		kinds |= PROXYLOCK_DONATE_UCLAMP;
+	}
+	if (!CPU_EQUAL(&before->cpus, &now->cpus)) {
 		plk_stat_inc(lent_affinity);
+		kinds |= PROXYLOCK_DONATE_AFFINITY;
+	}
 	if (before->nice != now->nice || (before->policy != now->policy &&
-	                                  !plk_sched_is_rt(now->policy)))
+	                                  !plk_sched_is_rt(now->policy))) {
 		plk_stat_inc(lent_nice);
+		kinds |= PROXYLOCK_DONATE_NICE;
+	}
 	if (plk_sched_is_rt(now->policy) &&
-	    (before->policy != now->policy || before->rt_prio != now->rt_prio))
+	    (before->policy != now->policy || before->rt_prio != now->rt_prio)) {
 		plk_stat_inc(lent_rt);
+		kinds |= PROXYLOCK_DONATE_RT;
+	}
+	if (lock)
+		plk_lockstat_lent(lock, kinds);
 }
 
 /* Is @tid a live thread of this process?  TIDs are system-wide: an
@@ -229,8 +244,9 @@ static bool tid_is_ours(pid_t tid)
 }
 
 /* Recompute t->eff from t->base and t->held; apply.  t->lock held.
- * Returns true if E(T) changed. */
-static bool recompute(struct plk_thread *t)
+ * @lock: the lock whose waiters changed (for the per-lock counts), or
+ * NULL.  Returns true if E(T) changed. */
+static bool recompute(struct plk_thread *t, const void *lock)
 {
 	struct plk_sched_ctx eff, before = t->applied;
 	struct plk_lend all;
@@ -245,7 +261,7 @@ static bool recompute(struct plk_thread *t)
 	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
 		if (t->nheld) {
 			plk_stat_inc(donations);
-			count_lent(&before, &t->applied);
+			count_lent(lock, &before, &t->applied);
 		} else {
 			plk_stat_inc(restores);
 		}
@@ -282,7 +298,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 		if (i < 0)
 			return false;
 		t->held[i] = t->held[--t->nheld];
-		return recompute(t);
+		return recompute(t, NULL);
 	}
 	if (i < 0) {
 		if (t->nheld == PLK_HELD_MAX) {
@@ -295,7 +311,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 		t->held[i].lock = lock;
 	}
 	t->held[i].lend = *l;
-	return recompute(t);
+	return recompute(t, lock);
 }
 
 /* --- entry points ---------------------------------------------------- */
@@ -365,4 +381,63 @@ void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m)
 	plk_ilock_lock(&self->lock);
 	held_set(self, m, &none);
 	plk_ilock_unlock(&self->lock);
+}
+
+/* --- the application sets its own context ---------------------------- */
+
+bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)
+{
+	struct plk_thread *t;
+	bool lent = false;
+
+	rcu_read_lock();
+	if ((t = plk_thread_find(tid))) {
+		plk_ilock_lock(&t->lock);
+		if ((lent = t->nheld > 0))
+			*out = t->base;
+		plk_ilock_unlock(&t->lock);
+	}
+	plk_rcu_unlock();
+	return lent;
+}
+
+/* Take into B(T) the @fields the application just set in the kernel. */
+static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *now,
+                       unsigned fields)
+{
+	if (fields & PLK_FIELD_CPUS)
+		base->cpus = now->cpus;
+	if (fields & PLK_FIELD_NICE)
+		base->nice = now->nice;
+	if (fields & PLK_FIELD_POLICY) {
+		base->policy = now->policy;
+		base->rt_prio = now->rt_prio;
+	}
+}
+
+bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)
+{
+	struct plk_sched_ctx now;
+	struct plk_thread *t;
+	bool ok;
+
+	rcu_read_lock();
+	t = tid_is_ours(tid) ? plk_thread_get(tid) : NULL;
+	if (!t) {
+		plk_rcu_unlock();
+		return set(arg);
+	}
+	/* Under the record's lock no donation can slip in between the
+	 * application's call and our adopting what it set. */
+	plk_ilock_lock(&t->lock);
+	ok = set(arg);
+	if (ok && t->nheld > 0 && plk_sched_read(tid, &now) == 0) {
+		base_adopt(&t->base, &now, fields);
+		t->applied = now;
+		t->eff = now;
+		recompute(t, NULL);  /* lend again on top of the new base */
+	}
+	plk_ilock_unlock(&t->lock);
+	plk_rcu_unlock();
+	return ok;
 }

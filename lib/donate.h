@@ -49,4 +49,23 @@ PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
 
+/* Parts of a context an application's scheduler call sets. */
+enum { PLK_FIELD_CPUS = 1, PLK_FIELD_NICE = 2, PLK_FIELD_POLICY = 4 };
+
+/**
+ * plk_donate_base_set - run @set(@arg), an application's call that sets
+ * the @fields of thread @tid's context, so that it changes B(tid) instead
+ * of being undone by the next restore: if @tid is being lent to, the new
+ * values are read back into its base and the lend is applied on top.
+ * @set returns true on success.  Returns what @set returned.
+ */
+PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
+
+/**
+ * plk_donate_base_get - if thread @tid is being lent to, store B(tid) in
+ * *@out and return true (what the application set, not what it runs
+ * with); else false: the kernel's view is its base.
+ */
+PLK_HIDDEN bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out);
+
 #endif /* PLK_DONATE_H */

@@ -176,7 +176,9 @@ int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
 	out->umin = a.sched_util_min;
 	out->umax = a.sched_util_max;
 	out->flags = a.sched_flags & SCHED_FLAG_RESET_ON_FORK;
-	if (sched_getaffinity(tid, sizeof(out->cpus), &out->cpus) != 0)
+	/* Raw syscalls, never glibc's wrappers: under the interposer those
+	 * are ours and answer with the base (preload_sched.c). */
+	if (syscall(SYS_sched_getaffinity, tid, sizeof(out->cpus), &out->cpus) < 0)
 		return errno;
 	return 0;
 }
@@ -267,7 +269,7 @@ static void apply_affinity(pid_t tid, struct plk_sched_ctx *cur, const struct pl
 	if (CPU_EQUAL(&cur->cpus, &want->cpus) || CPU_COUNT(&want->cpus) == 0)
 		return;
 	plk_stat_inc(setaff_calls);
-	if (sched_setaffinity(tid, sizeof(want->cpus), &want->cpus) == 0)
+	if (syscall(SYS_sched_setaffinity, tid, sizeof(want->cpus), &want->cpus) == 0)
 		cur->cpus = want->cpus;
 }
 

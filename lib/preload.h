@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
+ * functions (resolved once with dlsym(RTLD_NEXT)) and the test of
+ * whether a call comes from liburcu (see preload.c).
+ */
+#ifndef PLK_PRELOAD_H
+#define PLK_PRELOAD_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "futex.h"
+
+struct plk_real {
+	int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+	int (*mutex_destroy)(pthread_mutex_t *);
+	int (*mutex_lock)(pthread_mutex_t *);
+	int (*mutex_trylock)(pthread_mutex_t *);
+	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+	int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+	int (*mutex_unlock)(pthread_mutex_t *);
+	int (*cond_init)(pthread_cond_t *, const pthread_condattr_t *);
+	int (*cond_destroy)(pthread_cond_t *);
+	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+	                      const struct timespec *);
+	int (*cond_signal)(pthread_cond_t *);
+	int (*cond_broadcast)(pthread_cond_t *);
+	int (*sched_setaffinity)(pid_t, size_t, const cpu_set_t *);
+	int (*sched_getaffinity)(pid_t, size_t, cpu_set_t *);
+	int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
+	int (*pthread_getaffinity_np)(pthread_t, size_t, cpu_set_t *);
+	int (*sched_setscheduler)(pid_t, int, const struct sched_param *);
+	int (*sched_setparam)(pid_t, const struct sched_param *);
+	int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
+	int (*pthread_setschedprio)(pthread_t, int);
+	int (*setpriority)(int, id_t, int);
+	int (*getpriority)(int, id_t);
+};
+
+/** plk_real - glibc's functions, resolved on first use. */
+PLK_HIDDEN const struct plk_real *plk_real(void);
+
+/**
+ * plk_preload_careful_lo/_span - calls whose return address falls in
+ * [lo, lo + span) take the careful path (preload.c): the range of
+ * liburcu's code once known; everything until then, and while
+ * PROXYLOCK_STATS is on.
+ */
+PLK_HIDDEN extern uintptr_t plk_preload_careful_lo, plk_preload_careful_span;
+
+/** plk_preload_from_urcu - true if return address @ra is in liburcu's code. */
+PLK_HIDDEN bool plk_preload_from_urcu(uintptr_t ra);
+
+/** plk_careful - the one test on every interposed fast path. */
+static inline bool plk_careful(uintptr_t ra)
+{
+	return ra - plk_preload_careful_lo < plk_preload_careful_span;
+}
+
+#endif /* PLK_PRELOAD_H */

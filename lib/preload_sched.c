@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload_sched.c - the application's own scheduler calls, under the
+ * LD_PRELOAD interposer.
+ *
+ * While a thread is lent to, the kernel's view of it is E(T), not B(T).
+ * An application that sets its affinity, nice or policy then means to
+ * change B(T); left alone, its call would be undone by the next restore,
+ * which puts the old base back.  So each setter here runs glibc's call
+ * through plk_donate_base_set(), which (under the thread record's lock)
+ * takes the fields it set into B(T) and lends again on top; and each
+ * getter returns B(T) while the thread is lent to, so that code reading
+ * before writing (nice(), get-modify-set of affinity) starts from what
+ * the application set, not from what it was lent.
+ *
+ * Calls aimed at other processes, or at process groups and users, pass
+ * through untouched.  glibc 2.36 has no sched_setattr() wrapper: raw
+ * syscall(SYS_sched_setattr) calls are not seen (and a uclamp or nice
+ * set that way while lent is lost at the restore).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "donate.h"
+#include "preload.h"
+#include "registry.h"
+
+#define PLK_EXPORT __attribute__((visibility("default")))
+
+enum call_kind {
+	SET_AFFINITY, SET_SCHEDULER, SET_PARAM, SET_PRIORITY,     /* -1 and errno */
+	PTHREAD_SET_AFFINITY, PTHREAD_SET_SCHEDPARAM, PTHREAD_SET_SCHEDPRIO /* errno value */
+};
+
+struct sched_call {
+	enum call_kind kind;
+	pid_t pid;
+	pthread_t th;
+	int which, policy, prio;
+	size_t size;
+	const cpu_set_t *mask;
+	const struct sched_param *param;
+	int ret, err;
+};
+
+/* glibc's struct pthread holds the thread's TID at a fixed offset that
+ * glibc does not publish (pthread_gettid_np is 2.42's); find it once,
+ * from the calling thread, within the structure's first 1 KiB. */
+static long tid_offset = -1;
+
+static pid_t pthread_tid(pthread_t th)
+{
+	if (pthread_equal(th, pthread_self()))
+		return (pid_t)plk_tid();
+	if (tid_offset < 0) {
+		const char *self = (const char *)pthread_self();
+		pid_t me = (pid_t)plk_tid();
+
+		for (long off = 0; off < 1024; off += (long)sizeof(pid_t))
+			if (memcmp(self + off, &me, sizeof(me)) == 0) {
+				tid_offset = off;
+				break;
+			}
+		if (tid_offset < 0)
+			return 0;
+	}
+	return *(const pid_t *)((const char *)th + tid_offset);
+}
+
+static bool sched_call_run(void *p)
+{
+	struct sched_call *c = p;
+	const struct plk_real *r = plk_real();
+
+	switch (c->kind) {
+	case SET_AFFINITY:
+		c->ret = r->sched_setaffinity(c->pid, c->size, c->mask);
+		break;
+	case SET_SCHEDULER:
+		c->ret = r->sched_setscheduler(c->pid, c->policy, c->param);
+		break;
+	case SET_PARAM:
+		c->ret = r->sched_setparam(c->pid, c->param);
+		break;
+	case SET_PRIORITY:
+		c->ret = r->setpriority(c->which, (id_t)c->pid, c->prio);
+		break;
+	case PTHREAD_SET_AFFINITY:
+		return (c->ret = r->pthread_setaffinity_np(c->th, c->size, c->mask)) == 0;
+	case PTHREAD_SET_SCHEDPARAM:
+		return (c->ret = r->pthread_setschedparam(c->th, c->policy, c->param)) == 0;
+	case PTHREAD_SET_SCHEDPRIO:
+		return (c->ret = r->pthread_setschedprio(c->th, c->prio)) == 0;
+	}
+	c->err = errno;
+	return c->ret == 0;
+}
+
+/* Run @c on thread @tid (0: not one we track) as a change of its base. */
+static int sched_call(struct sched_call *c, pid_t tid, unsigned fields)
+{
+	bool ok = tid > 0 ? plk_donate_base_set(tid, fields, sched_call_run, c) : sched_call_run(c);
+
+	if (!ok && c->err)
+		errno = c->err;
+	return c->ret;
+}
+
+static pid_t tid_of_pid(pid_t pid)
+{
+	return pid == 0 ? (pid_t)plk_tid() : pid;
+}
+
+/* --- setters --------------------------------------------------------- */
+
+PLK_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
+{
+	struct sched_call c = { .kind = SET_AFFINITY, .pid = pid, .size = size, .mask = mask };
+
+	return sched_call(&c, tid_of_pid(pid), PLK_FIELD_CPUS);
+}
+
+PLK_EXPORT int pthread_setaffinity_np(pthread_t th, size_t size, const cpu_set_t *mask)
+{
+	struct sched_call c = { .kind = PTHREAD_SET_AFFINITY, .th = th, .size = size, .mask = mask };
+
+	return sched_call(&c, pthread_tid(th), PLK_FIELD_CPUS);
+}
+
+PLK_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param *param)
+{
+	struct sched_call c = { .kind = SET_SCHEDULER, .pid = pid, .policy = policy, .param = param };
+
+	return sched_call(&c, tid_of_pid(pid), PLK_FIELD_POLICY);
+}
+
+PLK_EXPORT int sched_setparam(pid_t pid, const struct sched_param *param)
+{
+	struct sched_call c = { .kind = SET_PARAM, .pid = pid, .param = param };
+
+	return sched_call(&c, tid_of_pid(pid), PLK_FIELD_POLICY);
+}
+
+PLK_EXPORT int pthread_setschedparam(pthread_t th, int policy, const struct sched_param *param)
+{
+	struct sched_call c = { .kind = PTHREAD_SET_SCHEDPARAM, .th = th, .policy = policy,
+	                        .param = param };
+
+	return sched_call(&c, pthread_tid(th), PLK_FIELD_POLICY);
+}
+
+PLK_EXPORT int pthread_setschedprio(pthread_t th, int prio)
+{
+	struct sched_call c = { .kind = PTHREAD_SET_SCHEDPRIO, .th = th, .prio = prio };
+
+	return sched_call(&c, pthread_tid(th), PLK_FIELD_POLICY);
+}
+
+static int set_priority(int which, id_t who, int prio)
+{
+	struct sched_call c = { .kind = SET_PRIORITY, .which = which, .pid = (pid_t)who,
+	                        .prio = prio };
+
+	/* On Linux, PRIO_PROCESS names one thread. */
+	return sched_call(&c, which == PRIO_PROCESS ? tid_of_pid((pid_t)who) : 0, PLK_FIELD_NICE);
+}
+
+PLK_EXPORT int setpriority(__priority_which_t which, id_t who, int prio)
+{
+	return set_priority((int)which, who, prio);
+}
+
+/* --- getters: the base while lent ------------------------------------ */
+
+static int get_priority(int which, id_t who)
+{
+	struct plk_sched_ctx base;
+
+	if (which == PRIO_PROCESS && plk_donate_base_get(tid_of_pid((pid_t)who), &base))
+		return base.nice;
+	return plk_real()->getpriority(which, who);
+}
+
+PLK_EXPORT int getpriority(__priority_which_t which, id_t who)
+{
+	return get_priority((int)which, who);
+}
+
+/* Copy B(T)'s CPUs into the caller's mask of @size bytes. */
+static void base_cpus_copy(const struct plk_sched_ctx *base, size_t size, cpu_set_t *mask)
+{
+	size_t n = size < sizeof(base->cpus) ? size : sizeof(base->cpus);
+
+	memcpy(mask, &base->cpus, n);
+	if (size > n)
+		memset((char *)mask + n, 0, size - n);
+}
+
+PLK_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
+{
+	struct plk_sched_ctx base;
+
+	if (plk_donate_base_get(tid_of_pid(pid), &base)) {
+		base_cpus_copy(&base, size, mask);
+		return 0;
+	}
+	return plk_real()->sched_getaffinity(pid, size, mask);
+}
+
+PLK_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *mask)
+{
+	struct plk_sched_ctx base;
+	pid_t tid = pthread_tid(th);
+
+	if (tid > 0 && plk_donate_base_get(tid, &base)) {
+		base_cpus_copy(&base, size, mask);
+		return 0;
+	}
+	return plk_real()->pthread_getaffinity_np(th, size, mask);
+}
+
+/* nice() is getpriority() plus setpriority() inside glibc, where we would
+ * not see them: done here on the base. */
+PLK_EXPORT int nice(int inc)
+{
+	int saved = errno, cur, want;
+
+	errno = 0;
+	cur = get_priority(PRIO_PROCESS, 0);
+	if (cur == -1 && errno)
+		return -1;
+	want = cur + inc;
+	want = want < -20 ? -20 : want > 19 ? 19 : want;
+	if (set_priority(PRIO_PROCESS, 0, want) != 0) {
+		if (errno == EACCES)
+			errno = EPERM;
+		return -1;
+	}
+	errno = saved;
+	return want;
+}

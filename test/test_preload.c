@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_preload.c - plain pthread and C11 code, run under the LD_PRELOAD
+ * interposer (meson sets LD_PRELOAD): POSIX semantics and error codes
+ * for every mutex type and static initializer, what passes through to
+ * glibc, condvars, and the application's own scheduler calls while it is
+ * being lent to, checked against the kernel's view.  Not linked with
+ * libproxylock: it only sees the interposer through the pthread calls
+ * (and asserts that it is there, from the lock word's encoding).
+ */
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <threads.h>
+
+#include "helpers.h"
+
+/* glibc's lock word holds 1 or 2 when locked; a proxylock's, our TID. */
+static bool word_is_tid(pthread_mutex_t *m)
+{
+	return (pid_t)(m->__data.__lock & 0x3fffffff) == gettid_();
+}
+
+START_TEST(the_interposer_is_loaded_and_owns_default_mutexes)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+
+	ck_assert_msg(dlsym(RTLD_DEFAULT, "proxylock_caps"), "run me with LD_PRELOAD=libproxylock-preload.so");
+	ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+	ck_assert_msg(word_is_tid(&m), "lock word %#x is glibc's, not a proxylock's", m.__data.__lock);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	ck_assert_int_eq(m.__data.__lock, 0);
+}
+END_TEST
+
+/* --- types, through static initializers and attributes ---------------- */
+
+START_TEST(static_initializers_give_each_type_its_posix_semantics)
+{
+	pthread_mutex_t rec = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+	pthread_mutex_t chk = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	pthread_mutex_t ada = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
+
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(pthread_mutex_lock(&rec), 0);
+	ck_assert_int_eq(pthread_mutex_trylock(&rec), 0);
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(pthread_mutex_unlock(&rec), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&rec), EPERM);
+
+	ck_assert_int_eq(pthread_mutex_lock(&chk), 0);
+	ck_assert(word_is_tid(&chk));
+	ck_assert_int_eq(pthread_mutex_lock(&chk), EDEADLK);
+	ck_assert_int_eq(pthread_mutex_trylock(&chk), EBUSY);
+	ck_assert_int_eq(pthread_mutex_destroy(&chk), EBUSY);
+	ck_assert_int_eq(pthread_mutex_unlock(&chk), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&chk), EPERM);
+
+	ck_assert_int_eq(pthread_mutex_lock(&ada), 0);
+	ck_assert(word_is_tid(&ada));
+	ck_assert_int_eq(pthread_mutex_trylock(&ada), EBUSY);
+	ck_assert_int_eq(pthread_mutex_unlock(&ada), 0);
+}
+END_TEST
+
+START_TEST(attributes_select_the_type_and_priority_inherit_becomes_a_proxylock)
+{
+	static const int types[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
+	                             PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP };
+	pthread_mutexattr_t a;
+	pthread_mutex_t m;
+
+	for (int i = 0; i < 4; i++) {
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_settype(&a, types[i]);
+		pthread_mutexattr_setprotocol(&a, i == 3 ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
+		ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
+		ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+		ck_assert(word_is_tid(&m));
+		if (types[i] == PTHREAD_MUTEX_RECURSIVE) {
+			ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+			ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+		} else if (types[i] == PTHREAD_MUTEX_ERRORCHECK) {
+			ck_assert_int_eq(pthread_mutex_lock(&m), EDEADLK);
+		} else {
+			ck_assert_int_eq(pthread_mutex_trylock(&m), EBUSY);
+		}
+		ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+		ck_assert_int_eq(pthread_mutex_destroy(&m), 0);
+		ck_assert_int_eq(pthread_mutex_lock(&m), EINVAL);  /* destroyed, as glibc says */
+		pthread_mutexattr_destroy(&a);
+	}
+}
+END_TEST
+
+static void *lock_and_exit(void *m)
+{
+	pthread_mutex_lock(m);
+	return NULL;
+}
+
+START_TEST(timed_locks_check_their_arguments_and_time_out)
+{
+	pthread_mutex_t m = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	struct timespec bad = { 0, -1 }, dl;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_mutex_timedlock(&m, &bad), 0);  /* free: no check needed */
+	pthread_mutex_unlock(&m);
+	ck_assert_int_eq(pthread_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &bad), EINVAL);
+	pthread_create(&th, NULL, lock_and_exit, &m);
+	pthread_join(th, NULL);  /* m now held by a thread that is gone */
+	ck_assert_int_eq(pthread_mutex_timedlock(&m, &bad), EINVAL);
+	dl = abstime_in(CLOCK_MONOTONIC, 10 * 1000000L);
+	ck_assert_int_eq(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+	dl = abstime_in(CLOCK_REALTIME, 10 * 1000000L);
+	ck_assert_int_eq(pthread_mutex_timedlock(&m, &dl), ETIMEDOUT);
+}
+END_TEST
+
+static void *unlock_other(void *m)
+{
+	return (void *)(intptr_t)pthread_mutex_unlock(m);
+}
+
+START_TEST(a_normal_mutex_may_be_unlocked_by_another_thread_as_in_glibc)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER, e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	pthread_t th;
+	void *rc;
+
+	pthread_mutex_lock(&m);
+	pthread_create(&th, NULL, unlock_other, &m);
+	pthread_join(th, &rc);
+	ck_assert_int_eq((intptr_t)rc, 0);
+	ck_assert_int_eq(m.__data.__lock, 0);
+	ck_assert_int_eq(pthread_mutex_trylock(&m), 0);
+	pthread_mutex_lock(&e);
+	pthread_create(&th, NULL, unlock_other, &e);
+	pthread_join(th, &rc);
+	ck_assert_int_eq((intptr_t)rc, EPERM);
+	ck_assert(word_is_tid(&e));
+}
+END_TEST
+
+/* --- what stays glibc's ------------------------------------------------ */
+
+START_TEST(robust_shared_and_protect_mutexes_stay_glibcs_and_keep_its_semantics)
+{
+	pthread_mutexattr_t a;
+	pthread_mutex_t m;
+	pthread_t th;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
+	pthread_create(&th, NULL, lock_and_exit, &m);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(pthread_mutex_lock(&m), EOWNERDEAD);
+	ck_assert_int_eq(pthread_mutex_consistent(&m), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+	pthread_mutex_destroy(&m);
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_PROTECT);
+	ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
+	ck_assert_msg(m.__data.__kind & 0x40, "glibc did not initialise the PRIO_PROTECT mutex");
+	ck_assert_int_eq(pthread_mutex_getprioceiling(&m, &(int){ 0 }), 0);
+	pthread_mutex_destroy(&m);
+}
+END_TEST
+
+/* A process-shared mutex and condvar in shared memory, across fork. */
+START_TEST(a_process_shared_mutex_and_condvar_work_across_processes)
+{
+	struct shared { pthread_mutex_t m; pthread_cond_t c; int ready; } *s;
+	pthread_mutexattr_t ma;
+	pthread_condattr_t ca;
+	int status;
+	pid_t pid;
+
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(s, MAP_FAILED);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&s->m, &ma);
+	pthread_cond_init(&s->c, &ca);
+	pid = fork();
+	if (pid == 0) {
+		pthread_mutex_lock(&s->m);
+		s->ready = 1;
+		pthread_cond_signal(&s->c);
+		pthread_mutex_unlock(&s->m);
+		_exit(0);
+	}
+	pthread_mutex_lock(&s->m);
+	while (!s->ready)
+		ck_assert_int_eq(pthread_cond_wait(&s->c, &s->m), 0);
+	pthread_mutex_unlock(&s->m);
+	waitpid(pid, &status, 0);
+	ck_assert_int_eq(status, 0);
+}
+END_TEST
+
+/* --- condition variables ---------------------------------------------- */
+
+static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t q_cond = PTHREAD_COND_INITIALIZER;
+static int q_items, q_taken;
+
+static void *q_consumer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&q_lock);
+		while (q_items == 0 && q_taken < 40000)
+			pthread_cond_wait(&q_cond, &q_lock);
+		if (q_taken == 40000) {
+			pthread_mutex_unlock(&q_lock);
+			return NULL;
+		}
+		q_items--;
+		if (++q_taken == 40000)
+			pthread_cond_broadcast(&q_cond);
+		pthread_mutex_unlock(&q_lock);
+	}
+}
+
+START_TEST(static_condvars_carry_every_item_with_no_lost_wakeup)
+{
+	pthread_t th[4];
+
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, q_consumer, NULL);
+	for (int i = 0; i < 40000; i++) {
+		pthread_mutex_lock(&q_lock);
+		q_items++;
+		pthread_cond_signal(&q_cond);
+		pthread_mutex_unlock(&q_lock);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(q_taken, 40000);
+	ck_assert_int_eq(q_items, 0);
+}
+END_TEST
+
+START_TEST(condattr_clock_is_honoured_and_bad_deadlines_refused)
+{
+	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_condattr_t a;
+	pthread_cond_t c;
+	struct timespec dl, bad = { 0, 1000000000L };
+	uint64_t t0;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&c, &a);
+	pthread_mutex_lock(&m);
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &m, &bad), EINVAL);
+	/* A deadline 20 ms ahead on CLOCK_MONOTONIC is about 50 years in
+	 * the past on CLOCK_REALTIME: read on the wrong clock, no wait. */
+	dl = abstime_in(CLOCK_MONOTONIC, 20 * 1000000L);
+	t0 = mono_ns();
+	ck_assert_int_eq(pthread_cond_timedwait(&c, &m, &dl), ETIMEDOUT);
+	ck_assert_uint_ge(mono_ns() - t0, 19 * 1000000ull);
+	ck_assert(word_is_tid(&m));
+	dl = abstime_in(CLOCK_REALTIME, 10 * 1000000L);
+	ck_assert_int_eq(pthread_cond_clockwait(&c, &m, CLOCK_REALTIME, &dl), ETIMEDOUT);
+	ck_assert_int_eq(pthread_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
+	pthread_mutex_unlock(&m);
+	ck_assert_int_eq(pthread_cond_destroy(&c), 0);
+}
+END_TEST
+
+START_TEST(c11_mutexes_and_condvars_keep_their_return_codes)
+{
+	mtx_t m, r;
+	cnd_t c;
+	struct timespec dl;
+
+	ck_assert_int_eq(mtx_init(&m, mtx_timed), thrd_success);
+	ck_assert_int_eq(mtx_init(&r, mtx_plain | mtx_recursive), thrd_success);
+	ck_assert_int_eq(cnd_init(&c), thrd_success);
+	ck_assert_int_eq(mtx_lock(&m), thrd_success);
+	ck_assert(word_is_tid((pthread_mutex_t *)&m));
+	ck_assert_int_eq(mtx_trylock(&m), thrd_busy);
+	timespec_get(&dl, TIME_UTC);
+	dl.tv_nsec += 5000000;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	ck_assert_int_eq(cnd_timedwait(&c, &m, &dl), thrd_timedout);
+	ck_assert_int_eq(cnd_signal(&c), thrd_success);
+	ck_assert_int_eq(cnd_broadcast(&c), thrd_success);
+	ck_assert_int_eq(mtx_unlock(&m), thrd_success);
+	ck_assert_int_eq(mtx_lock(&r), thrd_success);
+	ck_assert_int_eq(mtx_lock(&r), thrd_success);
+	ck_assert_int_eq(mtx_unlock(&r), thrd_success);
+	ck_assert_int_eq(mtx_unlock(&r), thrd_success);
+	cnd_destroy(&c);
+	mtx_destroy(&m);
+	mtx_destroy(&r);
+}
+END_TEST
+
+/* --- the application's scheduler calls while lent to ------------------ */
+
+static pthread_mutex_t lend_lock = PTHREAD_MUTEX_INITIALIZER;
+static int waiter_in;
+
+static void *pinned_waiter(void *arg)
+{
+	(void)arg;
+	pin_self(0);
+	setpriority(PRIO_PROCESS, 0, 0);  /* created at its creator's nice 10 */
+	__atomic_store_n(&waiter_in, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&lend_lock);
+	pthread_mutex_unlock(&lend_lock);
+	return NULL;
+}
+
+/*
+ * Holder pinned to CPU 1 at nice 10; a waiter pinned to CPU 0 blocks.
+ * While lent CPU 0 and nice 0, the holder sets nice 5 and its CPUs to
+ * {1}: the getters report that base, the lend stays on top, and after
+ * unlock the kernel shows exactly what the application set.
+ */
+START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
+{
+	cpu_set_t one, got;
+	pthread_t th;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	pin_self(1);
+	ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 10), 0);
+	pthread_mutex_lock(&lend_lock);
+	pthread_create(&th, NULL, pinned_waiter, NULL);
+	ck_assert(eventually(__atomic_load_n(&waiter_in, __ATOMIC_ACQUIRE) && affinity_is(0, 0, -1), 3000));
+	ck_assert_int_eq(kview_of(0).nice, 0);                 /* lent the waiter's nice */
+	ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), 10);    /* the base, as set */
+	ck_assert_int_eq(nice(-5), 5);                         /* from the base: 10 - 5 */
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	ck_assert_int_eq(sched_getaffinity(0, sizeof(got), &got), 0);
+	ck_assert(CPU_EQUAL(&got, &one));
+	ck_assert_msg(affinity_is(0, 0, -1), "the loan was dropped by the application's call");
+	ck_assert_int_eq(kview_of(0).nice, 0);
+	pthread_mutex_unlock(&lend_lock);
+	ck_assert(affinity_is(0, 1, -1));
+	ck_assert_int_eq(kview_of(0).nice, 5);
+	pthread_join(th, NULL);
+}
+END_TEST
+
+static Suite *preload_suite(void)
+{
+	Suite *s = suite_create("preload");
+	TCase *tc = tcase_create("preload");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, the_interposer_is_loaded_and_owns_default_mutexes);
+	tcase_add_test(tc, static_initializers_give_each_type_its_posix_semantics);
+	tcase_add_test(tc, attributes_select_the_type_and_priority_inherit_becomes_a_proxylock);
+	tcase_add_test(tc, timed_locks_check_their_arguments_and_time_out);
+	tcase_add_test(tc, a_normal_mutex_may_be_unlocked_by_another_thread_as_in_glibc);
+	tcase_add_test(tc, robust_shared_and_protect_mutexes_stay_glibcs_and_keep_its_semantics);
+	tcase_add_test(tc, a_process_shared_mutex_and_condvar_work_across_processes);
+	tcase_add_test(tc, static_condvars_carry_every_item_with_no_lost_wakeup);
+	tcase_add_test(tc, condattr_clock_is_honoured_and_bad_deadlines_refused);
+	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
+	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(preload_suite)
