@@ -2,7 +2,8 @@
 # Debian 12 packages the build, the tests and the VM suite need (only
 # those missing), then configure build directory $1 with meson options $2.
 set -eu
-plk_deps="gcc make meson ninja-build pkg-config liburcu-dev libnuma-dev check
+plk_deps="gcc g++ make meson ninja-build pkg-config liburcu-dev libnuma-dev check
+  python3 sysbench stress-ng
   qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
 
 plk_install_deps() {
