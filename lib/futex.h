@@ -36,6 +36,16 @@ static inline int plk_timespec_valid(const struct timespec *ts)
 	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
 }
 
+/** plk_deadline_passed - true once @clock has reached @abstime. */
+static inline int plk_deadline_passed(clockid_t clock, const struct timespec *abstime)
+{
+	struct timespec now;
+
+	clock_gettime(clock, &now);
+	return now.tv_sec > abstime->tv_sec ||
+	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+}
+
 /** plk_now_ns - CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t plk_now_ns(void)
 {

@@ -148,15 +148,6 @@ pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
 
 /* --- helpers --------------------------------------------------------- */
 
-static bool deadline_passed(clockid_t clock, const struct timespec *abstime)
-{
-	struct timespec now;
-
-	clock_gettime(clock, &now);
-	return now.tv_sec > abstime->tv_sec ||
-	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
-}
-
 /* A relock by the owner: RECURSIVE counts, ERRORCHECK refuses, NORMAL
  * returns -1 and goes on to wait (POSIX: deadlock). */
 static int relock(proxylock_mutex_t *m)
@@ -209,7 +200,7 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
 	for (;;) {
 		if (plk_cas_word(m, 0, self))
 			return 0;
-		if (abstime && deadline_passed(clock, abstime))
+		if (abstime && plk_deadline_passed(clock, abstime))
 			return ETIMEDOUT;
 		sched_yield();
 	}

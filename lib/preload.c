@@ -371,15 +371,6 @@ static int glibc_mutex_unlock(void *m)
 
 static const struct plk_mutex_ops glibc_mutex_ops = { glibc_mutex_lock, glibc_mutex_unlock };
 
-static bool deadline_passed(clockid_t clock, const struct timespec *abstime)
-{
-	struct timespec now;
-
-	clock_gettime(clock, &now);
-	return now.tv_sec > abstime->tv_sec ||
-	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
-}
-
 /*
  * A process-shared (glibc) condvar used with a proxylock mutex: glibc
  * would release and retake our mutex its own way.  Wait on the condvar
@@ -410,7 +401,7 @@ static int shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t cl
 	plk_real()->cond_clockwait(c, &helper, clock, &dl);
 	plk_real()->mutex_unlock(&helper);
 	err = pthread_mutex_lock(pm);
-	if (err == 0 && abstime && deadline_passed(clock, abstime))
+	if (err == 0 && abstime && plk_deadline_passed(clock, abstime))
 		err = ETIMEDOUT;
 	return err;
 }
