@@ -41,8 +41,15 @@
  * may be destroyed as soon as broadcast returns.  A waiter whose deadline
  * passes leaves the queue under the bucket lock if it is still there;
  * otherwise a signal won the race and it returns 0 as signalled.
+ *
+ * Waiting is a cancellation point, as POSIX wants: the park runs with
+ * asynchronous cancellation enabled (only a futex syscall and a load are
+ * inside that window), and a cleanup handler takes a cancelled waiter off
+ * whichever queue it is on, condvar's or mutex's, and retakes the mutex
+ * before the application's own cleanup handlers run.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 
@@ -179,6 +186,71 @@ static uint32_t cond_timedout(proxylock_cond_t *c, struct plk_thread *me)
 	return st;
 }
 
+/* What a cancelled wait must undo (cond_wait_cancelled). */
+struct cond_wait {
+	proxylock_cond_t *c;
+	void *m;
+	const struct plk_mutex_ops *ops;
+	struct plk_thread *me;
+	uint32_t depth;
+};
+
+/* Cleanup handler of a cancelled wait: leave our queue, retake the mutex. */
+static void cond_wait_cancelled(void *arg)
+{
+	struct cond_wait *w = arg;
+	uint32_t st = PLK_PARK_WAITING;
+	bool timedout;
+
+	if (cond_leave(w->c, w->me)) {
+		st = PLK_PARK_WAITING;  /* still on the condvar: just left it */
+	} else if (!w->ops && plk_blocked_mutex(w->me) == w->m) {
+		rcu_read_lock();  /* moved onto the mutex: leave its queue too */
+		st = plk_mutex_abandon_wait(w->m, w->me) ? PLK_PARK_HANDED : PLK_PARK_WAITING;
+		plk_rcu_unlock();
+	} else {
+		/* Taken off by a signal or an unlock: let its wake land. */
+		while ((st = plk_waitq_park(w->me, CLOCK_REALTIME, NULL, &timedout)) ==
+		       PLK_PARK_WAITING)
+			;
+	}
+	mutex_retake(w->m, w->ops, w->me, st);
+	if (!w->ops)
+		((proxylock_mutex_t *)w->m)->__count = w->depth;
+}
+
+/* Park once, cancellable (see the top). */
+static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
+                          const struct timespec *abstime, bool *timedout)
+{
+	uint32_t st;
+	int type;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+	st = plk_waitq_park(me, clock, abstime, timedout);
+	pthread_setcanceltype(type, NULL);
+	return st;
+}
+
+/*
+ * Sleep until taken off @w's condvar or until @abstime (then
+ * PLK_PARK_WAITING), undoing the wait if cancelled.  Its own function:
+ * pthread_cleanup_push is a setjmp, and nothing here outlives it.
+ */
+static uint32_t cond_sleep(struct cond_wait *w, clockid_t clock,
+                           const struct timespec *abstime)
+{
+	uint32_t st;
+	bool timedout;
+
+	pthread_cleanup_push(cond_wait_cancelled, w);
+	do
+		st = cond_park(w->me, clock, abstime, &timedout);
+	while (st == PLK_PARK_WAITING && !timedout);
+	pthread_cleanup_pop(0);
+	return st;
+}
+
 /* No memory for a thread record: release, yield, retake; POSIX allows
  * the spurious wake-up this is. */
 static int cond_wait_unqueued(void *m, const struct plk_mutex_ops *ops)
@@ -199,9 +271,10 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
                   clockid_t clock, const struct timespec *abstime)
 {
 	uintptr_t tagged = (uintptr_t)m | (ops ? MUTEX_IS_GLIBC : 0);
+	struct cond_wait w = { c, m, ops, NULL, 0 };
 	struct plk_thread *me;
 	struct plk_bucket *b;
-	uint32_t depth = 0, st;
+	uint32_t st;
 	bool timedout;
 	int err, ret = 0;
 
@@ -225,7 +298,8 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	plk_waitq_unlock(b);
 	plk_rcu_unlock();
 
-	err = mutex_release(m, ops, &depth);
+	w.me = me;
+	err = mutex_release(m, ops, &w.depth);
 	if (err) {
 		if (cond_leave(c, me))
 			return err;
@@ -236,16 +310,14 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 			;
 		return err;
 	}
-	do
-		st = plk_waitq_park(me, clock, abstime, &timedout);
-	while (st == PLK_PARK_WAITING && !timedout);
+	st = cond_sleep(&w, clock, abstime);
 	if (st == PLK_PARK_WAITING) {
 		st = cond_timedout(c, me);
 		ret = st == PLK_PARK_WAITING ? ETIMEDOUT : 0;
 	}
 	err = mutex_retake(m, ops, me, st);
 	if (!ops)
-		((proxylock_mutex_t *)m)->__count = depth;
+		((proxylock_mutex_t *)m)->__count = w.depth;
 	return err ? err : ret;
 }
 

@@ -350,6 +350,11 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 	return err;
 }
 
+bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me)
+{
+	return lock_timedout(m, me, plk_tid()) == 0;
+}
+
 int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 {
 	plk_stat_inc(contended);

@@ -102,4 +102,12 @@ PLK_HIDDEN int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax);
  */
 PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);
 
+/**
+ * plk_mutex_abandon_wait - stop waiting on @m, on whose queue a condvar
+ * moved @me (its wait was cancelled): leave the queue keeping M1 and move
+ * what we lent.  Returns true if @m turned out to be ours (handed to us,
+ * or free and taken).  Under rcu_read_lock().
+ */
+PLK_HIDDEN bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me);
+
 #endif /* PLK_MUTEX_H */

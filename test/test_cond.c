@@ -246,6 +246,74 @@ START_TEST(a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_dept
 }
 END_TEST
 
+/* --- cancellation ----------------------------------------------------- */
+
+struct cw {
+	proxylock_mutex_t m;
+	proxylock_cond_t c;
+	int waiting;
+	pid_t owner_in_cleanup;
+};
+
+static void cw_cleanup(void *p)
+{
+	struct cw *s = p;
+
+	s->owner_in_cleanup = proxylock_mutex_owner(&s->m);
+	proxylock_mutex_unlock(&s->m);
+}
+
+static void *cw_waiter(void *p)
+{
+	struct cw *s = p;
+
+	proxylock_mutex_lock(&s->m);
+	s->waiting = 1;
+	pthread_cleanup_push(cw_cleanup, s);
+	for (;;)
+		proxylock_cond_wait(&s->c, &s->m);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+/*
+ * A wait is a cancellation point: a waiter cancelled on the condvar, or
+ * after a broadcast moved it onto the held mutex, holds the mutex in its
+ * cleanup handler, and leaves no trace on either queue.
+ */
+START_TEST(a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace)
+{
+	for (int moved = 0; moved < 2; moved++) {
+		struct cw s;
+		pthread_t th;
+		void *rc;
+
+		memset(&s, 0, sizeof(s));
+		pthread_create(&th, NULL, cw_waiter, &s);
+		ck_assert(eventually(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE) == 1, 5000));
+		if (moved) {
+			proxylock_mutex_lock(&s.m);
+			proxylock_cond_broadcast(&s.c);
+			ck_assert(s.m.__word & 0x80000000u);  /* it waits on the mutex now */
+		}
+		pthread_cancel(th);
+		if (moved) {
+			usleep(10000);
+			proxylock_mutex_unlock(&s.m);
+		}
+		pthread_join(th, &rc);  /* a wait that is no cancellation point hangs here */
+		ck_assert_ptr_eq(rc, PTHREAD_CANCELED);
+		ck_assert_msg(s.owner_in_cleanup != 0, "the cleanup handler ran without the mutex");
+		ck_assert_uint_eq(s.c.__waiters, 0);
+		ck_assert_uint_eq(s.m.__word, 0);
+		ck_assert_int_eq(proxylock_mutex_trylock(&s.m), 0);
+		proxylock_cond_broadcast(&s.c);
+		proxylock_mutex_unlock(&s.m);
+		ck_assert_int_eq(proxylock_cond_destroy(&s.c), 0);
+	}
+}
+END_TEST
+
 static Suite *cond_suite(void)
 {
 	Suite *s = suite_create("cond");
@@ -258,6 +326,7 @@ static Suite *cond_suite(void)
 	tcase_add_test(tc, broadcast_wakes_every_waiter_and_the_condvar_can_go_at_once);
 	tcase_add_test(tc, broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their_cpu);
 	tcase_add_test(tc, a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_depth);
+	tcase_add_test(tc, a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -358,6 +358,99 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 }
 END_TEST
 
+/* --- cancellation and fork ------------------------------------------- */
+
+static pthread_mutex_t cx_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cx_cond = PTHREAD_COND_INITIALIZER;
+static int cx_owned_in_cleanup;
+
+static void cx_cleanup(void *arg)
+{
+	(void)arg;
+	cx_owned_in_cleanup = word_is_tid(&cx_lock);
+	pthread_mutex_unlock(&cx_lock);
+}
+
+static void *cx_waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cx_lock);
+	pthread_cleanup_push(cx_cleanup, NULL);
+	for (;;)
+		pthread_cond_wait(&cx_cond, &cx_lock);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+START_TEST(pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex)
+{
+	pthread_t th;
+	void *rc;
+
+	pthread_create(&th, NULL, cx_waiter, NULL);
+	ck_assert(eventually(((proxylock_cond_t *)&cx_cond)->__waiters == 1, 5000));
+	pthread_cancel(th);
+	pthread_join(th, &rc);  /* hangs if the wait is no cancellation point */
+	ck_assert_ptr_eq(rc, PTHREAD_CANCELED);
+	ck_assert(cx_owned_in_cleanup);
+	ck_assert_int_eq(cx_lock.__data.__lock, 0);
+	ck_assert_uint_eq(((proxylock_cond_t *)&cx_cond)->__waiters, 0);
+}
+END_TEST
+
+static pthread_mutex_t fk_busy = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fk_cond = PTHREAD_COND_INITIALIZER;
+static int fk_stop;
+
+static void *fk_churn(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&fk_stop, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&fk_busy);
+		pthread_cond_signal(&fk_cond);
+		pthread_mutex_unlock(&fk_busy);
+	}
+	return NULL;
+}
+
+/* The child of a multithreaded parent: the locks its one thread held are
+ * its own, and fresh locks, condvars and timed waits work. */
+static int fork_child_checks(pthread_mutex_t *held)
+{
+	pthread_mutex_t fresh = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+	struct timespec dl = abstime_in(CLOCK_REALTIME, 5 * 1000000L);
+
+	if (pthread_mutex_unlock(held) != 0 || pthread_mutex_lock(&fresh) != 0 ||
+	    !word_is_tid(&fresh) || pthread_cond_timedwait(&c, &fresh, &dl) != ETIMEDOUT ||
+	    pthread_mutex_unlock(&fresh) != 0)
+		return 1;
+	return 0;
+}
+
+START_TEST(a_fork_child_of_a_busy_process_has_consistent_locks)
+{
+	pthread_mutex_t held = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+	pthread_t th[3];
+	int status;
+	pid_t pid;
+
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, fk_churn, NULL);
+	pthread_mutex_lock(&held);
+	usleep(10000);
+	pid = fork();
+	if (pid == 0)
+		_exit(fork_child_checks(&held));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	__atomic_store_n(&fk_stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(pthread_mutex_unlock(&held), 0);
+}
+END_TEST
+
 static Suite *preload_suite(void)
 {
 	Suite *s = suite_create("preload");
@@ -375,6 +468,8 @@ static Suite *preload_suite(void)
 	tcase_add_test(tc, condattr_clock_is_honoured_and_bad_deadlines_refused);
 	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
 	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
+	tcase_add_test(tc, pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex);
+	tcase_add_test(tc, a_fork_child_of_a_busy_process_has_consistent_locks);
 	suite_add_tcase(s, tc);
 	return s;
 }
