@@ -193,7 +193,8 @@ START_TEST(broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their
 	s.go = 1;
 	proxylock_cond_broadcast(&s.c);
 	ck_assert_uint_eq(s.c.__waiters, 0);
-	ck_assert_msg(s.m.__word & 0x80000000u, "waiters were not moved onto the mutex");
+	ck_assert_msg(__atomic_load_n(&s.m.__word, __ATOMIC_RELAXED) & 0x80000000u,
+	              "waiters were not moved onto the mutex");
 	ck_assert_msg(affinity_is(0, 0, -1), "the owner does not run on its waiters' CPU");
 	usleep(20000);
 	ck_assert_int_eq(s.woke, 0);  /* still asleep behind the mutex */
@@ -294,7 +295,7 @@ START_TEST(a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace)
 		if (moved) {
 			proxylock_mutex_lock(&s.m);
 			proxylock_cond_broadcast(&s.c);
-			ck_assert(s.m.__word & 0x80000000u);  /* it waits on the mutex now */
+			ck_assert(__atomic_load_n(&s.m.__word, __ATOMIC_RELAXED) & 0x80000000u);  /* it waits on the mutex now */
 		}
 		pthread_cancel(th);
 		if (moved) {
