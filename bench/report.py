@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""report.py OUT-DIR - turn proxybench's ranges.csv into results.csv,
+summary.md and the data files plots.gp draws (see bench/run)."""
+import csv
+import os
+import re
+import sys
+
+IMPLS = ["glibc-normal", "glibc-adaptive", "glibc-pi", "proxylock-nodonate", "proxylock", "preload"]
+KINDS = [(1, "uclamp"), (2, "affinity"), (4, "nice"), (8, "rt")]
+
+out = sys.argv[1]
+rows = list(csv.DictReader(open(os.path.join(out, "ranges.csv"))))
+for r in rows:
+    for k in ("median", "min", "max"):
+        r[k] = float(r[k])
+
+with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["benchmark", "impl", "threads", "cs_ns", "metric", "value", "unit"])
+    for r in rows:
+        w.writerow([r["benchmark"], r["impl"], r["threads"], r["cs_ns"], r["metric"],
+                    "%.6g" % r["median"], r["unit"]])
+
+
+def get(bench, impl, metric, threads=None, cs=None):
+    for r in rows:
+        if (r["benchmark"] == bench and r["impl"] == impl and r["metric"] == metric
+                and (threads is None or int(r["threads"]) == threads)
+                and (cs is None or int(r["cs_ns"]) == cs)):
+            return r
+    return None
+
+
+def kinds(mask):
+    names = [n for bit, n in KINDS if mask & bit]
+    return ",".join(names) if names else "none"
+
+
+def caps_line():
+    for name in ("inversion.log", "uncontended.log"):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            m = re.search(r"# caps=(\d+) donate_kinds=(\d+) preload=(\d)", open(path).read())
+            if m:
+                return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return 0, 0, 0
+
+
+md = []
+targets = []
+
+
+def target(ok, text):
+    targets.append("- %s %s" % ("**met**" if ok else "**missed**", text))
+
+
+machine = open(os.path.join(out, "machine.txt")).read().split("\n")
+caps, lent, preload = caps_line()
+md.append("# proxylock benchmarks\n")
+md.append("Machine: " + "; ".join(l for l in machine if l) +
+          "; donation kinds the kernel allowed: %s (lent: %s); interposer loaded: %s.\n"
+          % (kinds(caps), kinds(lent), "yes" if preload else "no"))
+md.append("Medians of 5 interleaved repetitions, [min..max] after them; ratios are "
+          "against glibc-normal measured in the same run.\n")
+
+# 1. uncontended
+md.append("## Uncontended lock+unlock (ns per pair)\n")
+md.append("| impl | ns | range | ratio |\n| --- | --- | --- | --- |")
+base = get("uncontended", "glibc-normal", "lock_unlock")
+for impl in IMPLS:
+    r = get("uncontended", impl, "lock_unlock")
+    if r and base:
+        md.append("| %s | %.2f | %.2f..%.2f | %.3f |" % (impl, r["median"], r["min"], r["max"],
+                                                        r["median"] / base["median"]))
+for impl, limit in (("proxylock", 1.05), ("preload", 1.10)):
+    r = get("uncontended", impl, "lock_unlock")
+    if r and base:
+        q = r["median"] / base["median"]
+        target(q <= limit, "uncontended %s = %.3f x glibc-normal (target <= %.2f)" % (impl, q, limit))
+md.append("")
+
+# 2. contended
+md.append("## Contended throughput (ratio to glibc-normal; Jain's index in brackets)\n")
+for cs in (0, 100, 1000, 10000):
+    md.append("Critical section %d ns of work on shared data:\n" % cs)
+    md.append("| threads | glibc-normal acq/s | " + " | ".join(IMPLS[1:]) + " |")
+    md.append("| --- " * (len(IMPLS) + 1) + "|")
+    for t in (1, 2, 4, 8, 16):
+        b = get("contended", "glibc-normal", "throughput", t, cs)
+        if not b:
+            continue
+        cells = []
+        for impl in IMPLS[1:]:
+            r = get("contended", impl, "throughput", t, cs)
+            j = get("contended", impl, "jain", t, cs)
+            cells.append("%.2f (%.2f)" % (r["median"] / b["median"], j["median"]) if r else "-")
+        bj = get("contended", "glibc-normal", "jain", t, cs)
+        md.append("| %d | %.3g (%.2f) | %s |" % (t, b["median"], bj["median"], " | ".join(cells)))
+    md.append("")
+for t in (2, 4):
+    for cs in (0, 100, 1000):
+        b = get("contended", "glibc-normal", "throughput", t, cs)
+        p = get("contended", "proxylock", "throughput", t, cs)
+        pi = get("contended", "glibc-pi", "throughput", t, cs)
+        if b and p and pi:
+            target(p["median"] >= b["median"],
+                   "contended %d threads, cs %d ns: proxylock %.2f x glibc-normal (target >= 1.0)"
+                   % (t, cs, p["median"] / b["median"]))
+            target(p["median"] >= 3 * pi["median"],
+                   "contended %d threads, cs %d ns: proxylock %.1f x glibc-pi (target >= 3)"
+                   % (t, cs, p["median"] / pi["median"]))
+
+# 3. handoff
+md.append("## Handoff latency: unlock to acquisition by a sleeping waiter (us)\n")
+md.append("| impl | median | range |\n| --- | --- | --- |")
+for impl in IMPLS:
+    r = get("handoff", impl, "latency")
+    if r:
+        md.append("| %s | %.1f | %.1f..%.1f |" % (impl, r["median"] / 1000, r["min"] / 1000, r["max"] / 1000))
+md.append("")
+
+# 4. inversion
+md.append("## Inversion: big waiter, small holder on a busy CPU (us)\n")
+md.append("The physical limit is the critical section's own CPU time (cs_cpu).\n")
+md.append("| variant | impl | wait p50 | wait p99 | wait max | cs wall | cs cpu | p99 / limit | sched calls per contended |")
+md.append("| --- " * 9 + "|")
+variants = sorted({r["benchmark"] for r in rows if r["benchmark"].startswith("inversion")})
+for v in variants:
+    for impl in IMPLS:
+        r = {m: get(v, impl, m) for m in ("wait_p50", "wait_p99", "wait_max", "cs_wall", "cs_cpu",
+                                          "sched_calls_per_contended")}
+        if r["wait_p99"]:
+            md.append("| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.1f |" % (
+                v, impl, r["wait_p50"]["median"], r["wait_p99"]["median"], r["wait_max"]["median"],
+                r["cs_wall"]["median"], r["cs_cpu"]["median"],
+                r["wait_p99"]["median"] / r["cs_cpu"]["median"],
+                r["sched_calls_per_contended"]["median"]))
+md.append("")
+off = get("inversion", "proxylock-nodonate", "wait_p99")
+for impl in ("proxylock", "preload"):
+    on = get("inversion", impl, "wait_p99")
+    lim = get("inversion", impl, "cs_cpu")
+    if on and off and lim:
+        target(on["median"] <= 0.05 * off["median"],
+               "inversion %s p99 wait = %.3f x without donation (target <= 0.05)"
+               % (impl, on["median"] / off["median"]))
+        target(on["median"] <= 1.5 * lim["median"],
+               "inversion %s p99 wait = %.2f x the physical limit (target <= 1.5)"
+               % (impl, on["median"] / lim["median"]))
+
+# 5. donation cost
+md.append("## Donation cost: sched_setattr + sched_setaffinity calls per contended acquisition\n")
+for b in ("donation-cost-symmetric", "donation-cost-inversion"):
+    r = get(b, "proxylock", "sched_calls_per_contended")
+    if r:
+        md.append("- %s: %.2f [%.2f..%.2f]" % (b, r["median"], r["min"], r["max"]))
+sym = get("donation-cost-symmetric", "proxylock", "sched_calls_per_contended")
+if sym:
+    target(sym["max"] == 0, "symmetric contention: %.0f sched calls per acquisition (target 0)" % sym["max"])
+strace_path = os.path.join(out, "strace.txt")
+log_path = os.path.join(out, "donation-cost-strace.log")
+if os.path.exists(strace_path) and os.path.exists(log_path):
+    traced = 0
+    for line in open(strace_path):
+        f = line.split()
+        if len(f) >= 5 and f[-1] in ("sched_setattr", "sched_setaffinity"):
+            traced += int(f[3])
+    m = re.search(r"# sched_calls library=(\d+) own=(\d+)", open(log_path).read())
+    if m:
+        # The library's one-time capability probe re-sets the caller's
+        # clamps with sched_setattr; it is not a donation, so not counted.
+        counted = int(m.group(1)) + int(m.group(2)) + 1
+        md.append("- strace cross-check (`strace -f -c`, one short run): strace saw %d calls; "
+                  "the library counted %s, the scenario made %s itself, plus 1 capability "
+                  "probe (sum %d): %s" % (traced, m.group(1), m.group(2), counted,
+                                          "agree" if traced == counted else "DISAGREE"))
+        target(traced == counted, "strace and the library's stats agree on sched calls (%d vs %d)"
+               % (traced, counted))
+md.append("")
+md.append("## Targets\n")
+md.extend(targets)
+md.append("")
+open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
+
+# Data for plots.gp.
+for cs in (0, 100, 1000, 10000):
+    with open(os.path.join(out, "throughput-%d.dat" % cs), "w") as f:
+        f.write("# threads " + " ".join(IMPLS) + "\n")
+        for t in (1, 2, 4, 8, 16):
+            vals = []
+            for impl in IMPLS:
+                r = get("contended", impl, "throughput", t, cs)
+                vals.append("%.6g" % r["median"] if r else "NaN")
+            f.write("%d %s\n" % (t, " ".join(vals)))
+samples = os.path.join(out, "inversion-samples.csv")
+if os.path.exists(samples):
+    by = {}
+    for r in csv.DictReader(open(samples)):
+        by.setdefault(r["impl"], []).append(float(r["wait_us"]))
+    for impl, v in by.items():
+        v.sort()
+        with open(os.path.join(out, "cdf-%s.dat" % impl), "w") as f:
+            for i, x in enumerate(v):
+                f.write("%.1f %.6f\n" % (max(x, 0.1), (i + 1) / len(v)))
+print("\n".join(targets))
