@@ -35,8 +35,11 @@
  *      lend to it through L any more) and before unlock returns.
  *  I4  B(T) is read from the kernel when T.held goes from empty to
  *      non-empty (T is not boosted then, so the kernel's view is B(T)),
- *      and by a waiter, of itself, before it queues unboosted.  Nothing
- *      is lent to a TID that is not a live thread of this process.
+ *      and by a waiter, of itself, before it queues unboosted.  A copy
+ *      read less than PLK_BASE_TTL_NS (1 ms) before may stand in for the
+ *      first read only to conclude that the lend changes nothing, so no
+ *      call is ever made on a stale base.  Nothing is lent to a TID that
+ *      is not a live thread of this process.
  *  I5  Lock order: bucket lock, then one record lock at a time.  No
  *      two bucket locks are ever held together; a chain walk drops one
  *      bucket before taking the next and revalidates (T still waits on
@@ -240,12 +243,14 @@ static void count_lent(const void *lock, const struct plk_sched_ctx *before,
  * TID may be reused elsewhere; we must never touch another process. */
 static bool tid_is_ours(pid_t tid)
 {
-	return syscall(SYS_tgkill, getpid(), tid, 0) == 0;
+	return (uint32_t)tid == plk_tid() || syscall(SYS_tgkill, plk_pid(), tid, 0) == 0;
 }
 
 /* Recompute t->eff from t->base and t->held; apply.  t->lock held.
  * @lock: the lock whose waiters changed (for the per-lock counts), or
  * NULL.  Returns true if E(T) changed. */
+static bool base_refresh(struct plk_thread *t);
+
 static bool recompute(struct plk_thread *t, const void *lock)
 {
 	struct plk_sched_ctx eff, before = t->applied;
@@ -255,7 +260,18 @@ static bool recompute(struct plk_thread *t, const void *lock)
 	for (int i = 0; i < t->nheld; i++)
 		lend_merge(&all, &t->held[i].lend);
 	combine(&t->base, &all, &eff);
-	if (plk_sched_equal(&eff, &t->eff) || !tid_is_ours(t->tid))
+	if (plk_sched_equal(&eff, &t->eff))
+		return false;
+	if (t->base_unverified) {
+		/* A call is due: read the base first (I4).  Nothing has been
+		 * applied since the copy, so the kernel's view is B(T). */
+		if (!base_refresh(t))
+			return false;
+		combine(&t->base, &all, &eff);
+		if (plk_sched_equal(&eff, &t->eff))
+			return false;
+	}
+	if (!tid_is_ours(t->tid))
 		return false;
 	t->eff = eff;
 	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
@@ -277,7 +293,27 @@ static bool base_refresh(struct plk_thread *t)
 		return false;
 	t->applied = t->base;
 	t->eff = t->base;
+	t->base_ns = plk_now_ns();
+	t->base_unverified = false;
 	return true;
+}
+
+/*
+ * Before the first lend to an unboosted T (I4): may the copy of B(T) we
+ * hold stand in for a fresh read?  Only to conclude that @l changes
+ * nothing, and only if it is younger than PLK_BASE_TTL_NS: then nothing
+ * is applied, so a stale copy can at worst miss a boost for that long,
+ * never clobber a setting.  This spares symmetric contention (every
+ * lend a no-op) two syscalls per sleep.  t->lock held, t->held empty.
+ */
+static bool base_copy_suffices(const struct plk_thread *t, const struct plk_lend *l)
+{
+	struct plk_sched_ctx eff;
+
+	if (t->base_ns == 0 || plk_now_ns() - t->base_ns > PLK_BASE_TTL_NS)
+		return false;
+	combine(&t->base, l, &eff);
+	return plk_sched_equal(&eff, &t->base);
 }
 
 static int held_find(const struct plk_thread *t, const void *lock)
@@ -305,8 +341,12 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 			plk_stat_inc(chain_truncated);
 			return false;
 		}
-		if (t->nheld == 0 && !base_refresh(t))
-			return false;
+		if (t->nheld == 0) {
+			if (base_copy_suffices(t, l))
+				t->base_unverified = true;  /* read before any call */
+			else if (!base_refresh(t))
+				return false;
+		}
 		i = t->nheld++;
 		t->held[i].lock = lock;
 	}

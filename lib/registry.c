@@ -38,6 +38,19 @@ uint32_t plk_tid_slow(void)
 	return plk_tls_tid;
 }
 
+static pid_t pid_cache;  /* getpid() is a syscall in glibc; reset in a fork child */
+
+pid_t plk_pid(void)
+{
+	pid_t pid = __atomic_load_n(&pid_cache, __ATOMIC_RELAXED);
+
+	if (pid == 0) {
+		pid = getpid();
+		__atomic_store_n(&pid_cache, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
+}
+
 uint32_t plk_prefork_tid(void)
 {
 	return prefork_tid;
@@ -181,6 +194,7 @@ void plk_registry_fork_child(void)
 	urcu_bp_after_fork_child();
 	call_rcu_after_fork_child();
 	prefork_tid = forking_tid;
+	pid_cache = 0;
 	plk_tls_tid = 0;
 	forked_tid = plk_tid();
 	tls_self = NULL;

@@ -15,6 +15,7 @@
 #ifndef PLK_REGISTRY_H
 #define PLK_REGISTRY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <urcu-bp.h>
@@ -28,6 +29,9 @@
 /* Most locks with blocked waiters one thread can be lent through at once;
  * beyond that, further locks' waiters lend nothing (chain_truncated). */
 #define PLK_HELD_MAX 16
+
+/* How long a read of B(T) may stand in for another (donate.c, I4). */
+#define PLK_BASE_TTL_NS (1000 * 1000)
 
 /* What the waiters of one lock lend its owner: the kinds, and the fold of
  * the waiters' effective contexts for those kinds. */
@@ -55,6 +59,8 @@ struct plk_thread {
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
+	uint64_t base_ns;              /* CLOCK_MONOTONIC of the last read of base */
+	bool base_unverified;          /* base is a copy not re-read since held filled */
 	int nheld;                     /* entries in held[] */
 	struct plk_held held[PLK_HELD_MAX];
 
@@ -91,6 +97,9 @@ static inline uint32_t plk_tid(void)
 
 	return __builtin_expect(tid != 0, 1) ? tid : plk_tid_slow();
 }
+
+/** plk_pid - getpid(), cached (the fork child handler resets it). */
+PLK_HIDDEN pid_t plk_pid(void);
 
 /**
  * plk_prefork_tid - in a fork child, the TID the forking thread had in
