@@ -40,8 +40,10 @@
  *      first read only to conclude that the lend changes nothing, so no
  *      call is ever made on a stale base.  Nothing is lent to a TID that
  *      is not a live thread of this process.
- *  I5  Lock order: bucket lock, then one record lock at a time.  No
- *      two bucket locks are ever held together; a chain walk drops one
+ *  I5  Lock order: bucket lock, then one record lock at a time.  Two
+ *      bucket locks are held together only by a condvar moving its
+ *      waiters onto a mutex queue (cond.c), in address order, with no
+ *      record lock taken meanwhile; a chain walk drops one
  *      bucket before taking the next and revalidates (T still waits on
  *      L), as rt_mutex_adjust_prio_chain does; it is bounded by
  *      PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.
