@@ -32,11 +32,10 @@
 #include <unistd.h>
 
 #include "proxylock.h"
+#include "scenario.h"
 
 #define MAX_REPS 64
 #define MAX_THREADS 16
-#define INV_CS_CPU_NS (2 * 1000 * 1000)  /* the inversion critical section's CPU time */
-#define INV_MAX_SAMPLES 20000
 
 /* --- options and output ---------------------------------------------- */
 
@@ -401,146 +400,35 @@ static void bench_handoff(void)
 
 /* --- 4. inversion ---------------------------------------------------- */
 
-struct sched_attr_v1 {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
+static struct scenario inv;
 
-static uint64_t own_sched_calls;  /* the scenario's own set calls (for strace) */
-
-static void pin(int cpu)
-{
-	cpu_set_t s;
-
-	CPU_ZERO(&s);
-	CPU_SET(cpu, &s);
-	sched_setaffinity(0, sizeof(s), &s);
-	__atomic_fetch_add(&own_sched_calls, 1, __ATOMIC_RELAXED);
-}
-
-static void set_context(int nice, int umin, int umax)
-{
-	struct sched_attr_v1 a = { .size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = nice };
-
-	syscall(SYS_sched_setattr, 0, &a, 0);
-	__atomic_fetch_add(&own_sched_calls, 1, __ATOMIC_RELAXED);
-	if (proxylock_caps() & PROXYLOCK_DONATE_UCLAMP) {
-		a.sched_flags = 0x60;
-		a.sched_util_min = (uint32_t)umin;
-		a.sched_util_max = (uint32_t)umax;
-		syscall(SYS_sched_setattr, 0, &a, 0);
-		__atomic_fetch_add(&own_sched_calls, 1, __ATOMIC_RELAXED);
-	}
-}
-
-struct inversion {
-	const struct impl *im;
-	union lock_storage lock;
-	int stop;
-	uint64_t waits[INV_MAX_SAMPLES], walls[INV_MAX_SAMPLES], cpus[INV_MAX_SAMPLES];
-	int nwaits, ncs;
-};
-
-static struct inversion inv;
-
-static void *inv_hog(void *arg)
-{
-	(void)arg;
-	pin(1);
-	set_context(0, 0, 1024);
-	while (!__atomic_load_n(&inv.stop, __ATOMIC_RELAXED))
-		;
-	return NULL;
-}
-
-static void *inv_small(void *arg)
-{
-	(void)arg;
-	pin(1);
-	set_context(19, 0, 128);
-	while (!__atomic_load_n(&inv.stop, __ATOMIC_RELAXED)) {
-		uint64_t t0, c0, c1;
-
-		inv.im->lock(&inv.lock);
-		t0 = now_ns();
-		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
-		while ((c1 = clock_ns(CLOCK_THREAD_CPUTIME_ID)) - c0 < INV_CS_CPU_NS)
-			;
-		if (inv.ncs < INV_MAX_SAMPLES) {
-			inv.walls[inv.ncs] = now_ns() - t0;
-			inv.cpus[inv.ncs++] = c1 - c0;
-		}
-		inv.im->unlock(&inv.lock);
-		usleep(500);
-	}
-	return NULL;
-}
-
-static void *inv_big(void *arg)
-{
-	(void)arg;
-	pin(0);
-	set_context(0, 1024, 1024);
-	while (!__atomic_load_n(&inv.stop, __ATOMIC_RELAXED)) {
-		uint64_t t0 = now_ns();
-
-		inv.im->lock(&inv.lock);
-		if (inv.nwaits < INV_MAX_SAMPLES)
-			inv.waits[inv.nwaits++] = now_ns() - t0;
-		inv.im->unlock(&inv.lock);
-		usleep(1000);
-	}
-	return NULL;
-}
-
-static double pct_u64(uint64_t *v, int n, int p)
-{
-	double d[INV_MAX_SAMPLES];
-
-	if (n == 0)
-		return 0;
-	for (int i = 0; i < n; i++)
-		d[i] = (double)v[i];
-	qsort(d, (size_t)n, sizeof(d[0]), cmp_d);
-	return d[(n - 1) * p / 100];
-}
-
-/* One run of the scenario; out: p50, p99, max wait, CS wall, CS CPU (us),
- * sched calls per contended acquisition. */
+/* One run of scenario.h's scenario; out: p50, p99, max wait, CS wall, CS
+ * CPU (us), sched calls per contended acquisition. */
 static void inversion_once(const struct impl *im, unsigned kinds, double out[6], FILE *samples,
                            const char *label)
 {
+	static union lock_storage lock;
 	struct proxylock_stats a, b;
-	pthread_t th[3];
 
-	memset(&inv, 0, sizeof(inv));
-	inv.im = im;
-	im->init(im, &inv.lock, kinds);
+	im->init(im, &lock, kinds);
+	inv.lock = im->lock;
+	inv.unlock = im->unlock;
+	inv.m = &lock;
+	inv.uclamp = proxylock_caps() & PROXYLOCK_DONATE_UCLAMP;
 	proxylock_stats_get(&a);
-	pthread_create(&th[0], NULL, inv_hog, NULL);
-	usleep(50000);
-	pthread_create(&th[1], NULL, inv_small, NULL);
-	pthread_create(&th[2], NULL, inv_big, NULL);
-	usleep((useconds_t)cell_ms * 1000);
-	__atomic_store_n(&inv.stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < 3; i++)
-		pthread_join(th[i], NULL);
+	scenario_run(&inv, cell_ms);
 	proxylock_stats_get(&b);
-	out[0] = pct_u64(inv.waits, inv.nwaits, 50) / 1000;
-	out[1] = pct_u64(inv.waits, inv.nwaits, 99) / 1000;
-	out[2] = pct_u64(inv.waits, inv.nwaits, 100) / 1000;
-	out[3] = pct_u64(inv.walls, inv.ncs, 50) / 1000;
-	out[4] = pct_u64(inv.cpus, inv.ncs, 50) / 1000;
-	out[5] = b.contended > a.contended
-	         ? (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
-	           (double)(b.contended - a.contended) : 0;
 	if (samples)
 		for (int i = 0; i < inv.nwaits; i++)
 			fprintf(samples, "%s,%.1f\n", label, (double)inv.waits[i] / 1000);
+	out[0] = (double)scenario_pct(inv.waits, inv.nwaits, 50) / 1000;
+	out[1] = (double)scenario_pct(inv.waits, inv.nwaits, 99) / 1000;
+	out[2] = (double)scenario_pct(inv.waits, inv.nwaits, 100) / 1000;
+	out[3] = (double)scenario_pct(inv.walls, inv.ncs, 50) / 1000;
+	out[4] = (double)scenario_pct(inv.cpus, inv.ncs, 50) / 1000;
+	out[5] = b.contended > a.contended
+	         ? (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
+	           (double)(b.contended - a.contended) : 0;
 }
 
 /* The variants: every contender, and proxylock lending one kind at a time. */
@@ -602,7 +490,7 @@ static void bench_inversion(void)
 		}
 	for (int k = 0; k < NV; k++)
 		for (int m = 0; m < 6 && variant_runs(&vs[k]); m++)
-			row(vs[k].bench, impls[vs[k].impl].name, 2, INV_CS_CPU_NS, metrics[m], v[k][m],
+			row(vs[k].bench, impls[vs[k].impl].name, 2, SCENARIO_CS_CPU_NS, metrics[m], v[k][m],
 			    reps, m == 5 ? "calls" : "us");
 	if (samples)
 		fclose(samples);
@@ -631,11 +519,11 @@ static void bench_donation_cost(void)
 		v[1][r] = out[5];
 	}
 	row("donation-cost-symmetric", "proxylock", 4, 1000, "sched_calls_per_contended", v[0], reps, "calls");
-	row("donation-cost-inversion", "proxylock", 2, INV_CS_CPU_NS, "sched_calls_per_contended", v[1], reps, "calls");
+	row("donation-cost-inversion", "proxylock", 2, SCENARIO_CS_CPU_NS, "sched_calls_per_contended", v[1], reps, "calls");
 	/* For bench/run's strace cross-check: what the library made in all,
 	 * and what the scenario itself made. */
 	printf("# sched_calls library=%llu own=%llu\n", (unsigned long long)sched_calls(),
-	       (unsigned long long)own_sched_calls);
+	       (unsigned long long)inv.sched_calls);
 }
 
 /* --- main ------------------------------------------------------------ */
