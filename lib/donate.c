@@ -455,6 +455,10 @@ static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *n
 		base->policy = now->policy;
 		base->rt_prio = now->rt_prio;
 	}
+	if (fields & PLK_FIELD_UMIN)
+		base->umin = now->umin;
+	if (fields & PLK_FIELD_UMAX)
+		base->umax = now->umax;
 }
 
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)

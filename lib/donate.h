@@ -50,7 +50,10 @@ PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
 
 /* Parts of a context an application's scheduler call sets. */
-enum { PLK_FIELD_CPUS = 1, PLK_FIELD_NICE = 2, PLK_FIELD_POLICY = 4 };
+enum {
+	PLK_FIELD_CPUS = 1, PLK_FIELD_NICE = 2, PLK_FIELD_POLICY = 4,  /* policy and RT priority */
+	PLK_FIELD_UMIN = 8, PLK_FIELD_UMAX = 16
+};
 
 /**
  * plk_donate_base_set - run @set(@arg), an application's call that sets

@@ -14,13 +14,17 @@
  * the application set, not from what it was lent.
  *
  * Calls aimed at other processes, or at process groups and users, pass
- * through untouched.  glibc 2.36 has no sched_setattr() wrapper: raw
- * syscall(SYS_sched_setattr) calls are not seen (and a uclamp or nice
- * set that way while lent is lost at the restore).
+ * through untouched.  glibc 2.36 has no sched_setattr() wrapper (2.41
+ * adds one); we define it, over the raw syscall, so that programs built
+ * against a newer glibc are covered, but a raw syscall(SYS_sched_setattr)
+ * is not seen (and a uclamp or nice set that way while lent is lost at
+ * the restore).
  */
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "donate.h"
 #include "preload.h"
@@ -29,7 +33,7 @@
 #define PLK_EXPORT __attribute__((visibility("default")))
 
 enum call_kind {
-	SET_AFFINITY, SET_SCHEDULER, SET_PARAM, SET_PRIORITY,     /* -1 and errno */
+	SET_AFFINITY, SET_SCHEDULER, SET_PARAM, SET_PRIORITY, SET_ATTR, /* -1 and errno */
 	PTHREAD_SET_AFFINITY, PTHREAD_SET_SCHEDPARAM, PTHREAD_SET_SCHEDPRIO /* errno value */
 };
 
@@ -41,6 +45,8 @@ struct sched_call {
 	size_t size;
 	const cpu_set_t *mask;
 	const struct sched_param *param;
+	void *attr;
+	unsigned flags;
 	int ret, err;
 };
 
@@ -85,6 +91,9 @@ static bool sched_call_run(void *p)
 		break;
 	case SET_PRIORITY:
 		c->ret = r->setpriority(c->which, (id_t)c->pid, c->prio);
+		break;
+	case SET_ATTR:
+		c->ret = (int)syscall(SYS_sched_setattr, c->pid, c->attr, c->flags);
 		break;
 	case PTHREAD_SET_AFFINITY:
 		return (c->ret = r->pthread_setaffinity_np(c->th, c->size, c->mask)) == 0;
@@ -155,6 +164,34 @@ PLK_EXPORT int pthread_setschedprio(pthread_t th, int prio)
 	struct sched_call c = { .kind = PTHREAD_SET_SCHEDPRIO, .th = th, .prio = prio };
 
 	return sched_call(&c, pthread_tid(th), PLK_FIELD_POLICY);
+}
+
+/* The fields a struct sched_attr sets, from its sched_flags (offset 8). */
+static unsigned attr_fields(const void *attr)
+{
+	uint64_t f;
+	unsigned fields = 0;
+
+	memcpy(&f, (const char *)attr + 8, sizeof(f));
+	if (!(f & 0x08))        /* SCHED_FLAG_KEEP_POLICY */
+		fields |= PLK_FIELD_POLICY;
+	if (!(f & 0x10))        /* SCHED_FLAG_KEEP_PARAMS: nice, RT priority */
+		fields |= PLK_FIELD_NICE | PLK_FIELD_POLICY;
+	if (f & 0x20)           /* SCHED_FLAG_UTIL_CLAMP_MIN */
+		fields |= PLK_FIELD_UMIN;
+	if (f & 0x40)           /* SCHED_FLAG_UTIL_CLAMP_MAX */
+		fields |= PLK_FIELD_UMAX;
+	return fields;
+}
+
+/* glibc 2.41's prototype; struct sched_attr is the kernel's. */
+PLK_EXPORT int sched_setattr(pid_t pid, void *attr, unsigned int flags)
+{
+	struct sched_call c = { .kind = SET_ATTR, .pid = pid, .attr = attr, .flags = flags };
+
+	if (!attr)
+		return (int)syscall(SYS_sched_setattr, pid, attr, flags);  /* the kernel's EINVAL */
+	return sched_call(&c, tid_of_pid(pid), attr_fields(attr));
 }
 
 static int set_priority(int which, id_t who, int prio)

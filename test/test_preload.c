@@ -326,9 +326,10 @@ static void *pinned_waiter(void *arg)
 
 /*
  * Holder pinned to CPU 1 at nice 10; a waiter pinned to CPU 0 blocks.
- * While lent CPU 0 and nice 0, the holder sets nice 5 and its CPUs to
- * {1}: the getters report that base, the lend stays on top, and after
- * unlock the kernel shows exactly what the application set.
+ * While lent CPU 0 and nice 0, the holder sets nice 5 (nice()), its CPUs
+ * to {1}, then nice 7 (sched_setattr): the getters report that base, the
+ * lend stays on top, and after unlock the kernel shows exactly what the
+ * application set.
  */
 START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 {
@@ -351,9 +352,22 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 	ck_assert(CPU_EQUAL(&got, &one));
 	ck_assert_msg(affinity_is(0, 0, -1), "the loan was dropped by the application's call");
 	ck_assert_int_eq(kview_of(0).nice, 0);
+	/* glibc 2.41's sched_setattr(), which the interposer provides. */
+	{
+		int (*setattr)(pid_t, void *, unsigned);
+		void *p = dlsym(RTLD_DEFAULT, "sched_setattr");
+		struct test_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
+		                             .sched_nice = 7 };
+
+		ck_assert_ptr_nonnull(p);
+		memcpy(&setattr, &p, sizeof(p));
+		ck_assert_int_eq(setattr(0, &a, 0), 0);
+		ck_assert_int_eq(kview_of(0).nice, 0);  /* still lent */
+		ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), 7);
+	}
 	pthread_mutex_unlock(&lend_lock);
 	ck_assert(affinity_is(0, 1, -1));
-	ck_assert_int_eq(kview_of(0).nice, 5);
+	ck_assert_int_eq(kview_of(0).nice, 7);
 	pthread_join(th, NULL);
 }
 END_TEST
