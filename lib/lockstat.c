@@ -10,8 +10,12 @@
  * The donation engine reports, per lock, which kinds a donation through
  * it changed in the kernel (plk_lockstat_lent).  At exit the most
  * contended mutexes are printed to stderr, below a header line that
- * says the interposer was active and how many objects it saw.
+ * says the interposer was active and how many objects it saw.  They go to
+ * a copy of file descriptor 2 taken when counting starts: programs such as
+ * xz and GNU sort close stderr in their own exit handlers, which run
+ * before ours.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +41,7 @@ struct lockstat {
 
 bool plk_lockstat_on;
 static struct cds_lfht *table;
+static int report_fd = 2;  /* a copy of stderr, see the top */
 
 static int addr_match(struct cds_lfht_node *node, const void *key)
 {
@@ -145,13 +150,13 @@ static void kinds_name(unsigned kinds, char *buf, size_t len)
 
 static void print_rows(struct lockstat **rows, size_t n)
 {
-	fprintf(stderr, "proxylock: %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
+	dprintf(report_fd, "proxylock: %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
 	        "mutex", "locked", "contended", "wait-ms", "max-wait-ms", "donations",
 	        "uclamp", "affinity", "nice", "rt");
 	for (size_t i = 0; i < n && i < REPORT_ROWS && rows[i]->contended + rows[i]->donations; i++) {
 		struct lockstat *e = rows[i];
 
-		fprintf(stderr, "proxylock: %-18p %12llu %12llu %12.3f %12.3f %10llu %7llu %8llu %6llu %4llu\n",
+		dprintf(report_fd, "proxylock: %-18p %12llu %12llu %12.3f %12.3f %10llu %7llu %8llu %6llu %4llu\n",
 		        e->addr, (unsigned long long)e->uses, (unsigned long long)e->contended,
 		        e->wait_ns / 1e6, e->wait_max_ns / 1e6, (unsigned long long)e->donations,
 		        (unsigned long long)e->lent[0], (unsigned long long)e->lent[1],
@@ -186,7 +191,7 @@ static void report(void)
 		rows[nrows++] = e;
 	}
 	kinds_name(proxylock_donate_kinds(), kinds, sizeof(kinds));
-	fprintf(stderr, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
+	dprintf(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
 	        "%zu mutexes contended; lending %s\n", nrows, ncond, ncontended, kinds);
 	if (rows) {
 		qsort(rows, nrows, sizeof(*rows), by_contention);
@@ -201,6 +206,9 @@ void plk_lockstat_enable(void)
 	table = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
 	if (!table)
 		return;
+	report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	if (report_fd < 0)
+		report_fd = 2;
 	__atomic_store_n(&plk_lockstat_on, true, __ATOMIC_RELEASE);
 	atexit(report);
 }
