@@ -59,7 +59,10 @@ PLK_HIDDEN bool plk_preload_from_urcu(uintptr_t ra);
 /** plk_careful - the one test on every interposed fast path. */
 static inline bool plk_careful(uintptr_t ra)
 {
-	return ra - plk_preload_careful_lo < plk_preload_careful_span;
+	/* Relaxed loads (plain moves): a caller that sees the window half
+	 * published only takes the careful path, which decides exactly. */
+	return ra - __atomic_load_n(&plk_preload_careful_lo, __ATOMIC_RELAXED) <
+	       __atomic_load_n(&plk_preload_careful_span, __ATOMIC_RELAXED);
 }
 
 #endif /* PLK_PRELOAD_H */
