@@ -43,17 +43,9 @@ static int reps = 5;
 static int cell_ms = 100;
 static const char *samples_path;
 
-static uint64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t now_ns(void)
 {
-	return clock_ns(CLOCK_MONOTONIC);
+	return scenario_clock(CLOCK_MONOTONIC);
 }
 
 static int cmp_d(const void *a, const void *b)

@@ -168,22 +168,25 @@ static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
 }
 
 /*
- * Our deadline passed.  Still queued on @c: leave, and report the
- * timeout (PLK_PARK_WAITING).  Otherwise a signal took us off first:
- * wait for what it made of us, woken, or moved to the mutex and then
- * woken or handed it by an unlock.
+ * Someone took us off @c's queue: sleep, without deadline, until what
+ * they made of us lands (woken; or moved to the mutex, then woken or
+ * handed it by an unlock).  Returns that park state.
  */
-static uint32_t cond_timedout(proxylock_cond_t *c, struct plk_thread *me)
+static uint32_t park_until_taken(struct plk_thread *me)
 {
 	uint32_t st;
 	bool timedout;
 
-	if (cond_leave(c, me))
-		return PLK_PARK_WAITING;
-	do
-		st = plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout);
-	while (st == PLK_PARK_WAITING);
+	while ((st = plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout)) == PLK_PARK_WAITING)
+		;
 	return st;
+}
+
+/* Our deadline passed.  Still queued on @c: leave, and report the
+ * timeout (PLK_PARK_WAITING).  Otherwise a signal took us off first. */
+static uint32_t cond_timedout(proxylock_cond_t *c, struct plk_thread *me)
+{
+	return cond_leave(c, me) ? PLK_PARK_WAITING : park_until_taken(me);
 }
 
 /* What a cancelled wait must undo (cond_wait_cancelled). */
@@ -199,8 +202,7 @@ struct cond_wait {
 static void cond_wait_cancelled(void *arg)
 {
 	struct cond_wait *w = arg;
-	uint32_t st = PLK_PARK_WAITING;
-	bool timedout;
+	uint32_t st;
 
 	if (cond_leave(w->c, w->me)) {
 		st = PLK_PARK_WAITING;  /* still on the condvar: just left it */
@@ -209,10 +211,7 @@ static void cond_wait_cancelled(void *arg)
 		st = plk_mutex_abandon_wait(w->m, w->me) ? PLK_PARK_HANDED : PLK_PARK_WAITING;
 		plk_rcu_unlock();
 	} else {
-		/* Taken off by a signal or an unlock: let its wake land. */
-		while ((st = plk_waitq_park(w->me, CLOCK_REALTIME, NULL, &timedout)) ==
-		       PLK_PARK_WAITING)
-			;
+		st = park_until_taken(w->me);  /* taken off by a signal or an unlock */
 	}
 	mutex_retake(w->m, w->ops, w->me, st);
 	if (!w->ops)
@@ -275,7 +274,6 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	struct plk_thread *me;
 	struct plk_bucket *b;
 	uint32_t st;
-	bool timedout;
 	int err, ret = 0;
 
 	if (abstime && !plk_timespec_valid(abstime))
@@ -306,8 +304,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		/* A signal took us off meanwhile (it can only have woken us:
 		 * nothing is moved onto a glibc mutex); wait for its wake-up
 		 * to land, so that our park word is quiet for the next wait. */
-		while (plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout) == PLK_PARK_WAITING)
-			;
+		park_until_taken(me);
 		return err;
 	}
 	st = cond_sleep(&w, clock, abstime);
