@@ -34,7 +34,8 @@
  * woken to take it and the rest are moved (mutex.c's M1 allows a queue
  * behind a free word while a woken waiter is on its way).  The move holds
  * both bucket locks, taken in address order: the only place two are held
- * (donate.c's I5), and no record lock is taken while both are.  With a
+ * (donate.c's I5); record locks, always innermost, may be taken inside.
+ * With a
  * glibc mutex, which has no queue of ours, they are simply woken.
  *
  * A waiter taken off never touches the condvar's storage again, so it

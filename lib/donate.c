@@ -42,8 +42,8 @@
  *      is not a live thread of this process.
  *  I5  Lock order: bucket lock, then one record lock at a time.  Two
  *      bucket locks are held together only by a condvar moving its
- *      waiters onto a mutex queue (cond.c), in address order, with no
- *      record lock taken meanwhile; a chain walk drops one
+ *      waiters onto a mutex queue (cond.c), in address order.  A record
+ *      lock is always the innermost lock held.  A chain walk drops one
  *      bucket before taking the next and revalidates (T still waits on
  *      L), as rt_mutex_adjust_prio_chain does; it is bounded by
  *      PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.

@@ -67,22 +67,45 @@ void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket **ba,
 	}
 }
 
+/*
+ * A waiter's place in line, as the kernel's futex queues order it: RT
+ * threads by priority, above every other thread, which all rank alike.
+ * From E(T), so a thread lent an RT priority waits as that thread would.
+ */
+static uint32_t queue_rank(struct plk_thread *t)
+{
+	uint32_t rank;
+
+	plk_ilock_lock(&t->lock);
+	rank = plk_sched_is_rt(t->eff.policy) ? t->eff.rt_prio : 0;
+	plk_ilock_unlock(&t->lock);
+	return rank;
+}
+
 void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
                        bool at_head)
 {
-	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
-	if (at_head) {
-		/* Back in front of every other waiter of the same lock. */
-		struct plk_thread *first = plk_waitq_first(b, lock);
+	struct plk_thread *w;
+	uint32_t rank = queue_rank(t);
 
-		if (first)
-			cds_list_add_tail(&t->wnode, &first->wnode);
-		else
-			cds_list_add_tail(&t->wnode, &b->waiters);
-	} else {
-		cds_list_add_tail(&t->wnode, &b->waiters);
+	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
+	/* In front of the first waiter of the same lock that ranks below us
+	 * (at_head: that ranks no higher, so a woken waiter goes back to the
+	 * front of its rank), else at the tail: at once if nobody can rank
+	 * below us, the common case. */
+	plk_waitq_for_each(b, lock, w) {
+		if (rank == 0 && !at_head)
+			break;
+		uint32_t r = queue_rank(w);
+
+		if (r < rank || (at_head && r == rank)) {
+			cds_list_add_tail(&t->wnode, &w->wnode);
+			__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
+			return;
+		}
 	}
+	cds_list_add_tail(&t->wnode, &b->waiters);
+	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
 }
 
 void plk_waitq_dequeue(struct plk_thread *t)

@@ -4,7 +4,8 @@
  *
  * As the kernel's futex hash does, waiters of all locks live in a fixed
  * table of buckets hashed by lock address; each bucket has an internal
- * lock and one FIFO list of thread records, each tagged with the lock it
+ * lock and one list of thread records (RT waiters by priority, then
+ * first come, first served: plk_waitq_enqueue), each tagged with the lock it
  * waits for (plk_thread.blocked_on).  A waiter sleeps on its own record's
  * park word, so a wake reaches exactly the thread chosen: no herd.
  */
@@ -21,7 +22,7 @@
 
 struct plk_bucket {
 	plk_ilock_t lock;
-	struct cds_list_head waiters;  /* plk_thread.wnode, FIFO */
+	struct cds_list_head waiters;  /* plk_thread.wnode, in queue order */
 } __attribute__((aligned(64)));
 
 /** plk_waitq_lock - lock and return the bucket of @lock. */
@@ -39,7 +40,12 @@ PLK_HIDDEN void plk_waitq_unlock(struct plk_bucket *b);
 PLK_HIDDEN void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket **ba,
                                 struct plk_bucket **bb);
 
-/** plk_waitq_enqueue - queue @t on @lock in @b, at the head or tail. */
+/**
+ * plk_waitq_enqueue - queue @t on @lock in @b.  Order: RT waiters by
+ * priority first, then everyone else, each rank FIFO; @at_head puts @t
+ * first within its rank (a woken waiter going back, M3).  Takes each
+ * waiter's record lock briefly (bucket, then record: I5).
+ */
 PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,
                                   void *lock, bool at_head);
 

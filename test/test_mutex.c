@@ -404,6 +404,59 @@ START_TEST(a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound)
 }
 END_TEST
 
+/* --- queue order ----------------------------------------------------- */
+
+static proxylock_mutex_t order_lock;
+static int order_seen[3], order_n, order_queued;
+
+struct order_waiter {
+	int policy, prio, id;
+};
+
+static void *order_waiter(void *p)
+{
+	struct order_waiter *w = p;
+	struct sched_param sp = { .sched_priority = w->prio };
+
+	ck_assert_int_eq(pthread_setschedparam(pthread_self(), w->policy, &sp), 0);
+	__atomic_fetch_add(&order_queued, 1, __ATOMIC_RELEASE);
+	proxylock_mutex_lock(&order_lock);
+	order_seen[order_n++] = w->id;
+	proxylock_mutex_unlock(&order_lock);
+	return NULL;
+}
+
+/*
+ * As the kernel's futex queues (and glibc's mutexes on them) do: the
+ * highest-priority RT waiter gets the lock first, whatever the order in
+ * which they queued; non-RT waiters come after every RT one.
+ */
+START_TEST(rt_waiters_get_the_lock_in_priority_order_before_everyone_else)
+{
+	struct order_waiter ws[3] = { { SCHED_OTHER, 0, 0 }, { SCHED_FIFO, 10, 1 },
+	                              { SCHED_FIFO, 30, 2 } };
+	pthread_t th[3];
+
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs RT privilege (run as root)");
+	proxylock_mutex_init(&order_lock, NULL);
+	proxylock_mutex_lock(&order_lock);
+	for (int i = 0; i < 3; i++) {
+		struct proxylock_stats before, now;
+
+		proxylock_stats_get(&before);
+		pthread_create(&th[i], NULL, order_waiter, &ws[i]);
+		/* queued in this order: wait until this one sleeps */
+		ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before.sleeps), 3000));
+	}
+	proxylock_mutex_unlock(&order_lock);
+	for (int i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(order_n, 3);
+	ck_assert_msg(order_seen[0] == 2 && order_seen[1] == 1 && order_seen[2] == 0,
+	              "order %d %d %d, want 2 1 0", order_seen[0], order_seen[1], order_seen[2]);
+}
+END_TEST
+
 /* --- fork ------------------------------------------------------------ */
 
 static int fork_stop;
@@ -495,6 +548,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, normal_relock_deadlocks_as_posix_says_until_the_deadline);
 	tcase_add_test(tc, no_lost_wakeup_in_a_wake_wait_storm_with_timeouts);
 	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
+	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
 	suite_add_tcase(s, tc);
 	return s;
