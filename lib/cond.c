@@ -122,49 +122,94 @@ int proxylock_cond_broadcast(proxylock_cond_t *c)
 
 /* --- waiting --------------------------------------------------------- */
 
-/* Release @m completely; a RECURSIVE depth goes to *@depth. */
-static int mutex_release(void *m, const struct plk_mutex_ops *ops, uint32_t *depth)
+/* What releasing a proxylock for a wait leaves to restore on retaking it. */
+struct held {
+	uint32_t depth;  /* RECURSIVE relocks beyond the first */
+	int tsan_rec;    /* TSan's count of them (tsan.h) */
+};
+
+#if PLK_TSAN
+#define tsan_release_begin(m, h) ((h)->tsan_rec = __tsan_mutex_pre_unlock((m), __tsan_mutex_recursive_unlock))
+#define tsan_release_end(m) __tsan_mutex_post_unlock((m), __tsan_mutex_recursive_unlock)
+#define tsan_retake_begin(m) __tsan_mutex_pre_lock((m), 0)
+#define tsan_retake_end(m, h) __tsan_mutex_post_lock((m), __tsan_mutex_recursive_lock, (h)->tsan_rec)
+/* The condvar's own work on the wait queues, as TSan's condvar
+ * annotations allow: ignored like the mutex's (its sync and accesses
+ * are not the application's; waiters get their edges from the mutex). */
+#define tsan_internal_begin(c) __tsan_mutex_pre_signal((c), 0)
+#define tsan_internal_end(c) __tsan_mutex_post_signal((c), 0)
+#else
+#define tsan_internal_begin(c) ((void)(c))
+#define tsan_internal_end(c) ((void)(c))
+#define tsan_release_begin(m, h) ((void)(h))
+#define tsan_release_end(m) ((void)0)
+#define tsan_retake_begin(m) ((void)0)
+#define tsan_retake_end(m, h) ((void)(h))
+#endif
+
+/* Release @m completely, noting in *@h what to restore. */
+static int mutex_release(void *m, const struct plk_mutex_ops *ops, struct held *h)
 {
 	proxylock_mutex_t *pm = m;
+	int err;
 
 	if (ops)
 		return ops->unlock(m);
-	*depth = pm->__count;
+	tsan_release_begin(pm, h);
+	h->depth = pm->__count;
 	pm->__count = 0;
-	return plk_mutex_unlock_fast(pm) ? 0 : plk_mutex_unlock_slow(pm, false);
+	err = plk_mutex_unlock_fast(pm) ? 0 : plk_mutex_unlock_slow(pm, false);
+	tsan_release_end(pm);
+	return err;
 }
 
-/* Retake @m after a wait that ended in park state @st. */
+/* Take @m, after a wait that ended in park state @st. */
+static int mutex_take(proxylock_mutex_t *m, struct plk_thread *me, uint32_t st)
+{
+	int err;
+
+	if (st == PLK_PARK_HANDED)
+		return 0;  /* moved to m's queue, then handed m by its unlock */
+	if (st == PLK_PARK_WOKEN && me->requeued) {
+		rcu_read_lock();
+		err = plk_mutex_lock_requeued(m, me);
+		plk_rcu_unlock();
+		return err;
+	}
+	return plk_mutex_lock_fast(m) ? 0 : plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+}
+
+/* Retake @m after a wait that ended in park state @st; restore *@h. */
 static int mutex_retake(void *m, const struct plk_mutex_ops *ops, struct plk_thread *me,
-                        uint32_t st)
+                        uint32_t st, const struct held *h)
 {
 	proxylock_mutex_t *pm = m;
 	int err;
 
 	if (ops)
 		return ops->lock(m);
-	if (st == PLK_PARK_HANDED)
-		return 0;  /* moved to pm's queue, then handed pm by its unlock */
-	if (st == PLK_PARK_WOKEN && me->requeued) {
-		rcu_read_lock();
-		err = plk_mutex_lock_requeued(pm, me);
-		plk_rcu_unlock();
-		return err;
-	}
-	return plk_mutex_lock_fast(pm) ? 0 : plk_mutex_lock_slow(pm, CLOCK_REALTIME, NULL);
+	tsan_retake_begin(pm);
+	err = mutex_take(pm, me, st);
+	pm->__count = h->depth;
+	tsan_retake_end(pm, h);
+	return err;
 }
 
 /* Leave @c's queue, where we still are (a failed release, a deadline). */
 static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
 {
-	struct plk_bucket *b = plk_waitq_lock(cond_key(c));
-	bool queued = __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == cond_key(c);
+	struct plk_bucket *b;
+	bool queued;
 
+	tsan_internal_begin(c);
+	b = plk_waitq_lock(cond_key(c));
+	queued = __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == cond_key(c);
 	if (queued) {
 		plk_waitq_dequeue(me);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
 	}
 	plk_waitq_unlock(b);
+	tsan_internal_end(c);
 	return queued;
 }
 
@@ -196,7 +241,7 @@ struct cond_wait {
 	void *m;
 	const struct plk_mutex_ops *ops;
 	struct plk_thread *me;
-	uint32_t depth;
+	struct held held;
 };
 
 /* Cleanup handler of a cancelled wait: leave our queue, retake the mutex. */
@@ -208,15 +253,15 @@ static void cond_wait_cancelled(void *arg)
 	if (cond_leave(w->c, w->me)) {
 		st = PLK_PARK_WAITING;  /* still on the condvar: just left it */
 	} else if (!w->ops && plk_blocked_mutex(w->me) == w->m) {
+		tsan_internal_begin(w->c);
 		rcu_read_lock();  /* moved onto the mutex: leave its queue too */
 		st = plk_mutex_abandon_wait(w->m, w->me) ? PLK_PARK_HANDED : PLK_PARK_WAITING;
 		plk_rcu_unlock();
+		tsan_internal_end(w->c);
 	} else {
 		st = park_until_taken(w->me);  /* taken off by a signal or an unlock */
 	}
-	mutex_retake(w->m, w->ops, w->me, st);
-	if (!w->ops)
-		((proxylock_mutex_t *)w->m)->__count = w->depth;
+	mutex_retake(w->m, w->ops, w->me, st, &w->held);
 }
 
 /* Park once, cancellable (see the top). */
@@ -255,23 +300,20 @@ static uint32_t cond_sleep(struct cond_wait *w, clockid_t clock,
  * the spurious wake-up this is. */
 static int cond_wait_unqueued(void *m, const struct plk_mutex_ops *ops)
 {
-	uint32_t depth = 0;
-	int err = mutex_release(m, ops, &depth);
+	struct held h = { 0, 0 };
+	int err = mutex_release(m, ops, &h);
 
 	if (err)
 		return err;
 	sched_yield();
-	err = ops ? ops->lock(m) : proxylock_mutex_lock(m);
-	if (!ops)
-		((proxylock_mutex_t *)m)->__count = depth;
-	return err;
+	return mutex_retake(m, ops, NULL, PLK_PARK_WAITING, &h);
 }
 
 int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
                   clockid_t clock, const struct timespec *abstime)
 {
 	uintptr_t tagged = (uintptr_t)m | (ops ? MUTEX_IS_GLIBC : 0);
-	struct cond_wait w = { c, m, ops, NULL, 0 };
+	struct cond_wait w = { c, m, ops, NULL, { 0, 0 } };
 	struct plk_thread *me;
 	struct plk_bucket *b;
 	uint32_t st;
@@ -281,10 +323,12 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		return EINVAL;
 	if (!ops && !plk_owned_by_self(plk_word(m), plk_tid()))
 		return EPERM;
+	tsan_internal_begin(c);
 	rcu_read_lock();
 	me = plk_thread_self();
 	if (!me) {
 		plk_rcu_unlock();
+		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
 	if (!ops && plk_donate_lock_kinds(m))
@@ -296,9 +340,10 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	plk_waitq_enqueue(b, me, cond_key(c), false);
 	plk_waitq_unlock(b);
 	plk_rcu_unlock();
+	tsan_internal_end(c);
 
 	w.me = me;
-	err = mutex_release(m, ops, &w.depth);
+	err = mutex_release(m, ops, &w.held);
 	if (err) {
 		if (cond_leave(c, me))
 			return err;
@@ -313,9 +358,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		st = cond_timedout(c, me);
 		ret = st == PLK_PARK_WAITING ? ETIMEDOUT : 0;
 	}
-	err = mutex_retake(m, ops, me, st);
-	if (!ops)
-		((proxylock_mutex_t *)m)->__count = w.depth;
+	err = mutex_retake(m, ops, me, st, &w.held);
 	return err ? err : ret;
 }
 
@@ -412,6 +455,7 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 
 	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
 		return;
+	tsan_internal_begin(c);
 	rcu_read_lock();
 	do
 		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);
@@ -419,4 +463,5 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 	if (!mu || (mu & MUTEX_IS_GLIBC))
 		wake_queued(c, all);
 	plk_rcu_unlock();
+	tsan_internal_end(c);
 }

@@ -131,6 +131,7 @@ int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr
 	}
 	*m = (proxylock_mutex_t)PROXYLOCK_MUTEX_INITIALIZER;
 	m->__flags = type | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
+	plk_tsan_create(m);
 	return 0;
 }
 
@@ -138,7 +139,10 @@ int proxylock_mutex_destroy(proxylock_mutex_t *m)
 {
 	if (!m)
 		return EINVAL;
-	return plk_word(m) != 0 ? EBUSY : 0;
+	if (plk_word(m) != 0)
+		return EBUSY;
+	plk_tsan_destroy(m);
+	return 0;
 }
 
 pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
@@ -365,12 +369,19 @@ int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 
 int proxylock_mutex_lock(proxylock_mutex_t *m)
 {
-	if (plk_mutex_lock_fast(m))
+	int err;
+
+	plk_tsan_pre_lock(m, plk_lock_may_fail(m));
+	if (plk_mutex_lock_fast(m)) {
+		plk_tsan_post_lock(m, plk_lock_may_fail(m), 0);
 		return 0;
-	return plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+	}
+	err = plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+	plk_tsan_post_lock(m, plk_lock_may_fail(m), err);
+	return err;
 }
 
-int proxylock_mutex_trylock(proxylock_mutex_t *m)
+static int trylock(proxylock_mutex_t *m)
 {
 	uint32_t self = plk_tid(), w;
 	int err;
@@ -385,8 +396,17 @@ int proxylock_mutex_trylock(proxylock_mutex_t *m)
 	return EBUSY;
 }
 
-int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
-                              const struct timespec *abstime)
+int proxylock_mutex_trylock(proxylock_mutex_t *m)
+{
+	int err;
+
+	plk_tsan_pre_lock(m, true);
+	err = trylock(m);
+	plk_tsan_post_lock(m, true, err);
+	return err;
+}
+
+static int clocklock(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
 	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
 		return EINVAL;
@@ -395,6 +415,17 @@ int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
 	if (!abstime)
 		return EINVAL;
 	return plk_mutex_lock_slow(m, clock, abstime);
+}
+
+int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
+                              const struct timespec *abstime)
+{
+	int err;
+
+	plk_tsan_pre_lock(m, true);
+	err = clocklock(m, clock, abstime);
+	plk_tsan_post_lock(m, true, err);
+	return err;
 }
 
 int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *abstime)
@@ -489,7 +520,17 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 
 int proxylock_mutex_unlock(proxylock_mutex_t *m)
 {
-	if (plk_mutex_unlock_fast(m))
+	int err;
+
+	/* TSan: a refused unlock (EPERM) is an answer, not an unlock. */
+	if (PLK_TSAN && !plk_owned_by_self(plk_word(m), plk_tid()))
+		return EPERM;
+	plk_tsan_pre_unlock(m);
+	if (plk_mutex_unlock_fast(m)) {
+		plk_tsan_post_unlock(m);
 		return 0;
-	return plk_mutex_unlock_slow(m, false);
+	}
+	err = plk_mutex_unlock_slow(m, false);
+	plk_tsan_post_unlock(m);
+	return err;
 }

@@ -81,6 +81,42 @@ static inline bool plk_mutex_unlock_fast(proxylock_mutex_t *m)
 	                                   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
+/*
+ * ThreadSanitizer's custom-mutex annotations, as Abseil's Mutex makes
+ * them: TSan then knows a proxylock as a lock (reports lock-order
+ * inversions and misuse, names held locks in race reports) and ignores
+ * the mutex's own atomics between pre and post.  @may_fail: the call can
+ * return without the lock (trylock, deadlines, EDEADLK), which TSan wants
+ * flagged as a try.  They compile to nothing in other builds.
+ */
+#if PLK_TSAN
+static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail, int err)
+{
+	return (plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ? __tsan_mutex_write_reentrant : 0) |
+	       (may_fail ? __tsan_mutex_try_lock : 0) | (err ? __tsan_mutex_try_lock_failed : 0);
+}
+#define plk_tsan_pre_lock(m, may_fail) __tsan_mutex_pre_lock((m), plk_tsan_flags((m), (may_fail), 0))
+#define plk_tsan_post_lock(m, may_fail, err) \
+	__tsan_mutex_post_lock((m), plk_tsan_flags((m), (may_fail), (err)), 0)
+#define plk_tsan_pre_unlock(m) ((void)__tsan_mutex_pre_unlock((m), 0))
+#define plk_tsan_post_unlock(m) __tsan_mutex_post_unlock((m), 0)
+#define plk_tsan_create(m) __tsan_mutex_create((m), plk_tsan_flags((m), false, 0))
+#define plk_tsan_destroy(m) __tsan_mutex_destroy((m), 0)
+#else
+#define plk_tsan_pre_lock(m, may_fail) ((void)0)
+#define plk_tsan_post_lock(m, may_fail, err) ((void)0)
+#define plk_tsan_pre_unlock(m) ((void)0)
+#define plk_tsan_post_unlock(m) ((void)0)
+#define plk_tsan_create(m) ((void)0)
+#define plk_tsan_destroy(m) ((void)0)
+#endif
+
+/** plk_lock_may_fail - can a blocking lock of @m return without it? */
+static inline bool plk_lock_may_fail(const proxylock_mutex_t *m)
+{
+	return plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK || plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE;
+}
+
 /**
  * plk_mutex_lock_slow - everything lock does after a failed fast path:
  * relock rules, spin, queue, lend, sleep.  @abstime NULL: no deadline.
