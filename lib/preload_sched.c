@@ -57,21 +57,22 @@ static long tid_offset = -1;
 
 static pid_t pthread_tid(pthread_t th)
 {
+	long off = __atomic_load_n(&tid_offset, __ATOMIC_RELAXED);
+
 	if (pthread_equal(th, pthread_self()))
 		return (pid_t)plk_tid();
-	if (tid_offset < 0) {
+	if (off < 0) {
 		const char *self = (const char *)pthread_self();
 		pid_t me = (pid_t)plk_tid();
 
-		for (long off = 0; off < 1024; off += (long)sizeof(pid_t))
-			if (memcmp(self + off, &me, sizeof(me)) == 0) {
-				tid_offset = off;
+		for (off = 0; off < 1024; off += (long)sizeof(pid_t))
+			if (memcmp(self + off, &me, sizeof(me)) == 0)
 				break;
-			}
-		if (tid_offset < 0)
+		if (off == 1024)
 			return 0;
+		__atomic_store_n(&tid_offset, off, __ATOMIC_RELAXED);  /* same answer from any thread */
 	}
-	return *(const pid_t *)((const char *)th + tid_offset);
+	return *(const pid_t *)((const char *)th + off);
 }
 
 static bool sched_call_run(void *p)
