@@ -57,6 +57,7 @@
 #include "config.h"
 #include "donate.h"
 #include "lockstat.h"
+#include "probes.h"
 #include "mutex.h"
 #include "schedctl.h"
 #include "stats.h"
@@ -277,11 +278,17 @@ static bool recompute(struct plk_thread *t, const void *lock)
 		return false;
 	t->eff = eff;
 	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
+		const struct plk_sched_ctx *a = &t->applied;
+
 		if (t->nheld) {
 			plk_stat_inc(donations);
-			count_lent(lock, &before, &t->applied);
+			count_lent(lock, &before, a);
+			PLK_PROBE8(donate, lock, t->tid, plk_tid(), a->nice, a->rt_prio, a->umin,
+			           a->umax, CPU_COUNT(&a->cpus));
 		} else {
 			plk_stat_inc(restores);
+			PLK_PROBE6(restore, t->tid, a->nice, a->rt_prio, a->umin, a->umax,
+			           CPU_COUNT(&a->cpus));
 		}
 	}
 	return true;

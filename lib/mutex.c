@@ -56,6 +56,7 @@
 #include "config.h"
 #include "donate.h"
 #include "mutex.h"
+#include "probes.h"
 #include "stats.h"
 #include "waitq.h"
 
@@ -331,6 +332,7 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 {
 	uint32_t self = plk_tid(), w = plk_word(m);
 	struct plk_thread *me;
+	uint64_t t0;
 	int err;
 
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
@@ -346,11 +348,15 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 		plk_cpu_relax();
 	}
 	plk_stat_inc(contended);
+	t0 = plk_now_ns();
+	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
 	rcu_read_lock();
 	me = plk_thread_self();
 	err = me ? lock_block(m, me, self, clock, abstime, false)
 	         : lock_yielding(m, self, clock, abstime);
 	plk_rcu_unlock();
+	if (err == 0)
+		PLK_PROBE3(acquired, m, self, plk_now_ns() - t0);
 	return err;
 }
 
@@ -445,10 +451,12 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 	struct plk_bucket *b = plk_waitq_lock(m);
 	struct plk_thread *head = plk_waitq_first(b, m), *owner;
 	proxylock_mutex_t *next;
+	int handed = 0;
 
 	if (head)
 		plk_waitq_dequeue(head);
 	if (head && plk_now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+		handed = 1;
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
@@ -462,6 +470,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 			plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
 	}
 	plk_waitq_unlock(b);
+	PLK_PROBE4(release, m, plk_tid(), head ? head->tid : 0, handed);
 	if (head)
 		plk_waitq_unpark(head);
 	if (me)
