@@ -1,0 +1,29 @@
+#!/bin/sh
+# Packaging: `meson install` into a staging root puts the header, the
+# library with its soname, the interposer, the pkg-config file and the man
+# pages in place; an example then builds out of the tree against that
+# install, with nothing but `pkg-config --cflags --libs proxylock`, and runs.
+#   usage: check-install.sh BUILD-DIR SOURCE-DIR
+set -eu
+build=$1 src=$2
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+meson install -C "$build" --no-rebuild --destdir "$stage" --quiet
+pc=$(find "$stage" -name proxylock.pc | head -1)
+[ -n "$pc" ] || { echo "not ok - no proxylock.pc installed"; exit 1; }
+libdir=$(dirname "$(dirname "$pc")")
+for f in "$libdir/libproxylock.so.0" "$libdir/libproxylock-preload.so"; do
+	[ -e "$f" ] || { echo "not ok - $f missing"; exit 1; }
+done
+find "$stage" -name proxylock.h | grep -q . || { echo "not ok - header missing"; exit 1; }
+for page in proxylock proxylock_mutex proxylock_cond proxylock_caps; do
+	find "$stage" -name "$page.3*" | grep -q . || { echo "not ok - man page $page.3 missing"; exit 1; }
+done
+echo "ok - header, libproxylock.so.0, the interposer, proxylock.pc and 4 man pages installed"
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+prefix=$(pkg-config --variable=prefix proxylock)
+flags=$(pkg-config --define-variable=prefix="$stage$prefix" --cflags --libs proxylock)
+cc -std=gnu11 -D_GNU_SOURCE -o "$stage/inversion" "$src/examples/inversion.c" -I"$src/examples" \
+	$flags -pthread
+LD_LIBRARY_PATH=$libdir "$stage/inversion" 0 >/dev/null
+echo "ok - examples/inversion.c built out of tree with pkg-config ($flags) and ran"
