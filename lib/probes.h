@@ -17,10 +17,19 @@
 #define PLK_PROBE8(name, a, b, c, d, e, f, g, h) \
 	DTRACE_PROBE8(proxylock, name, a, b, c, d, e, f, g, h)
 #else
-#define PLK_PROBE3(name, a, b, c) ((void)0)
-#define PLK_PROBE4(name, a, b, c, d) ((void)0)
-#define PLK_PROBE6(name, a, b, c, d, e, f) ((void)0)
-#define PLK_PROBE8(name, a, b, c, d, e, f, g, h) ((void)0)
+/* sizeof: the arguments count as used, and nothing is evaluated. */
+#define PLK_PROBE3(name, a, b, c) do { \
+		(void)sizeof(a); (void)sizeof(b); (void)sizeof(c); \
+	} while (0)
+#define PLK_PROBE4(name, a, b, c, d) do { \
+		PLK_PROBE3(name, a, b, c); (void)sizeof(d); \
+	} while (0)
+#define PLK_PROBE6(name, a, b, c, d, e, f) do { \
+		PLK_PROBE3(name, a, b, c); PLK_PROBE3(name, d, e, f); \
+	} while (0)
+#define PLK_PROBE8(name, a, b, c, d, e, f, g, h) do { \
+		PLK_PROBE4(name, a, b, c, d); PLK_PROBE4(name, e, f, g, h); \
+	} while (0)
 #endif
 
 #endif /* PLK_PROBES_H */
