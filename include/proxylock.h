@@ -39,6 +39,12 @@ enum {
 	PROXYLOCK_MUTEX_DEFAULT = PROXYLOCK_MUTEX_NORMAL
 };
 
+/* Robustness (proxylock_mutexattr_setrobust), POSIX's values. */
+enum {
+	PROXYLOCK_MUTEX_STALLED = 0, /* an owner's exit leaves the lock held */
+	PROXYLOCK_MUTEX_ROBUST = 1   /* the next locker gets EOWNERDEAD */
+};
+
 /* Kinds of scheduling context a waiter lends its lock's owner. */
 enum {
 	PROXYLOCK_DONATE_NONE = 0,
@@ -114,6 +120,7 @@ struct proxylock_stats {
 	uint64_t eperm_skipped;  /* parts skipped because the kernel said EPERM */
 	uint64_t chain_steps;    /* owner-chain steps walked */
 	uint64_t chain_truncated; /* walks cut at PROXYLOCK_CHAIN_MAX */
+	uint64_t owner_dead;     /* waiters that found their lock's owner had exited */
 };
 
 /* Longest owner chain a donation follows. */
@@ -144,21 +151,43 @@ PROXYLOCK_API int proxylock_mutexattr_setdonate(proxylock_mutexattr_t *attr, uns
 /** proxylock_mutexattr_getdonate - store the per-lock kinds in *@kinds. */
 PROXYLOCK_API int proxylock_mutexattr_getdonate(const proxylock_mutexattr_t *attr, unsigned *kinds);
 
+/**
+ * proxylock_mutexattr_setrobust - PROXYLOCK_MUTEX_ROBUST: when a thread
+ * exits (or is cancelled) holding the lock, the next thread to lock it
+ * gets it with EOWNERDEAD; PROXYLOCK_MUTEX_STALLED (default): the lock
+ * stays held, and its waiters report it (stats, owner_dead probe).
+ */
+PROXYLOCK_API int proxylock_mutexattr_setrobust(proxylock_mutexattr_t *attr, int robust);
+
+/** proxylock_mutexattr_getrobust - store the robustness in *@robust. */
+PROXYLOCK_API int proxylock_mutexattr_getrobust(const proxylock_mutexattr_t *attr, int *robust);
+
 /** proxylock_mutex_init - initialise @m; @attr may be NULL (defaults). */
 PROXYLOCK_API int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr);
 
-/** proxylock_mutex_destroy - EBUSY if @m is locked, else 0. */
+/**
+ * proxylock_mutex_destroy - EBUSY if @m is locked, else 0.  A destroyed
+ * mutex answers every call but init with EINVAL, until init again.
+ */
 PROXYLOCK_API int proxylock_mutex_destroy(proxylock_mutex_t *m);
 
 /**
  * proxylock_mutex_lock - acquire @m, blocking (and lending this thread's
  * scheduling context to the owner) while it is held.  EDEADLK for an
  * ERRORCHECK relock, or when waiting on an ERRORCHECK lock would close a
- * cycle of waiting owners; EAGAIN if a RECURSIVE count would overflow.
+ * cycle of waiting owners; EAGAIN if a RECURSIVE count would overflow;
+ * EINVAL for a NULL, destroyed or never-initialised (garbage) mutex.
+ * Robust mutexes: EOWNERDEAD when the caller got the lock from an owner
+ * that exited holding it (the caller owns it now, and must call
+ * proxylock_mutex_consistent() before unlocking, or it becomes
+ * unusable); ENOTRECOVERABLE once that was not done.
  */
 PROXYLOCK_API int proxylock_mutex_lock(proxylock_mutex_t *m);
 
-/** proxylock_mutex_trylock - acquire @m without blocking, else EBUSY. */
+/**
+ * proxylock_mutex_trylock - acquire @m without blocking, else EBUSY; the
+ * other errors as lock (a robust @m whose owner exited: EOWNERDEAD).
+ */
 PROXYLOCK_API int proxylock_mutex_trylock(proxylock_mutex_t *m);
 
 /**
@@ -182,7 +211,14 @@ PROXYLOCK_API int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t cloc
  */
 PROXYLOCK_API int proxylock_mutex_unlock(proxylock_mutex_t *m);
 
-/** proxylock_mutex_owner - TID in @m's word now, 0 if unlocked. */
+/**
+ * proxylock_mutex_consistent - the caller got robust @m with EOWNERDEAD
+ * and has repaired what it protects: mark it usable again.  EINVAL if
+ * @m is not robust, not inconsistent, or not the caller's.
+ */
+PROXYLOCK_API int proxylock_mutex_consistent(proxylock_mutex_t *m);
+
+/** proxylock_mutex_owner - TID in @m's word now, 0 if unlocked (or destroyed). */
 PROXYLOCK_API pid_t proxylock_mutex_owner(const proxylock_mutex_t *m);
 
 /**

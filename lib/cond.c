@@ -58,10 +58,12 @@
 #include "donate.h"
 #include "mutex.h"
 #include "registry.h"
+#include "vgclient.h"
 #include "waitq.h"
 
 #define MUTEX_IS_GLIBC 1u  /* bit 0 of __mutex */
 #define WAKE_BATCH 32      /* waiters woken per bucket-lock hold */
+#define PLK_PARK_OWNERDEAD 3  /* cond_sleep's own: m taken from a dead owner */
 
 static void *cond_key(proxylock_cond_t *c)
 {
@@ -69,6 +71,12 @@ static void *cond_key(proxylock_cond_t *c)
 }
 
 /* --- public API ------------------------------------------------------ */
+
+/* A condvar the public calls accept: initialised (or zero) and not destroyed. */
+static bool cond_valid(const proxylock_cond_t *c)
+{
+	return c && (c->__flags & ~PLK_COND_MONOTONIC) == 0;
+}
 
 int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock)
 {
@@ -82,20 +90,36 @@ int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock)
 
 int proxylock_cond_destroy(proxylock_cond_t *c)
 {
-	if (!c)
+	if (!cond_valid(c))
 		return EINVAL;
-	return __atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	c->__flags |= PLK_COND_DESTROYED;
+	return 0;
+}
+
+/* The checks every wait makes before plk_cond_wait's own (which says
+ * EPERM for a mutex the caller does not own, NOTRECOVERABLE included). */
+static int wait_args(const proxylock_cond_t *c, const proxylock_mutex_t *m)
+{
+	if (!cond_valid(c) || !m || !plk_flags_valid(m))
+		return EINVAL;
+	return plk_word_reserved(plk_word(m)) && plk_word(m) != PLK_TID_NOTRECOVERABLE ? EINVAL : 0;
 }
 
 int proxylock_cond_wait(proxylock_cond_t *c, proxylock_mutex_t *m)
 {
-	return plk_cond_wait(c, m, NULL, CLOCK_REALTIME, NULL);
+	int err = wait_args(c, m);
+
+	return err ? err : plk_cond_wait(c, m, NULL, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_cond_timedwait(proxylock_cond_t *c, proxylock_mutex_t *m,
                              const struct timespec *abstime)
 {
-	if (!abstime)
+	int err = wait_args(c, m);
+
+	if (err || !abstime)
 		return EINVAL;
 	return plk_cond_wait(c, m, NULL, plk_cond_clock(c), abstime);
 }
@@ -103,19 +127,25 @@ int proxylock_cond_timedwait(proxylock_cond_t *c, proxylock_mutex_t *m,
 int proxylock_cond_clockwait(proxylock_cond_t *c, proxylock_mutex_t *m,
                              clockid_t clock, const struct timespec *abstime)
 {
-	if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+	int err = wait_args(c, m);
+
+	if (err || !abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
 		return EINVAL;
 	return plk_cond_wait(c, m, NULL, clock, abstime);
 }
 
 int proxylock_cond_signal(proxylock_cond_t *c)
 {
+	if (!cond_valid(c))
+		return EINVAL;
 	plk_cond_wake(c, false);
 	return 0;
 }
 
 int proxylock_cond_broadcast(proxylock_cond_t *c)
 {
+	if (!cond_valid(c))
+		return EINVAL;
 	plk_cond_wake(c, true);
 	return 0;
 }
@@ -129,10 +159,13 @@ struct held {
 };
 
 #if PLK_TSAN
-#define tsan_release_begin(m, h) ((h)->tsan_rec = __tsan_mutex_pre_unlock((m), __tsan_mutex_recursive_unlock))
-#define tsan_release_end(m) __tsan_mutex_post_unlock((m), __tsan_mutex_recursive_unlock)
-#define tsan_retake_begin(m) __tsan_mutex_pre_lock((m), 0)
-#define tsan_retake_end(m, h) __tsan_mutex_post_lock((m), __tsan_mutex_recursive_lock, (h)->tsan_rec)
+#define tsan_release_begin(m, h) \
+	((h)->tsan_rec = plk_tsan_annotated(m) ? __tsan_mutex_pre_unlock((m), __tsan_mutex_recursive_unlock) : 0)
+#define tsan_release_end(m) \
+	(plk_tsan_annotated(m) ? __tsan_mutex_post_unlock((m), __tsan_mutex_recursive_unlock) : (void)0)
+#define tsan_retake_begin(m) (plk_tsan_annotated(m) ? __tsan_mutex_pre_lock((m), 0) : (void)0)
+#define tsan_retake_end(m, h) \
+	(plk_tsan_annotated(m) ? __tsan_mutex_post_lock((m), __tsan_mutex_recursive_lock, (h)->tsan_rec) : (void)0)
 /* The condvar's own work on the wait queues, as TSan's condvar
  * annotations allow: ignored like the mutex's (its sync and accesses
  * are not the application's; waiters get their edges from the mutex). */
@@ -156,10 +189,12 @@ static int mutex_release(void *m, const struct plk_mutex_ops *ops, struct held *
 	if (ops)
 		return ops->unlock(m);
 	tsan_release_begin(pm, h);
+	plk_vg(plk_vg_unlock_pre(pm));
 	h->depth = pm->__count;
 	pm->__count = 0;
 	err = plk_mutex_unlock_fast(pm) ? 0 : plk_mutex_unlock_slow(pm, false);
 	tsan_release_end(pm);
+	plk_vg(plk_vg_unlock_post(pm));
 	return err;
 }
 
@@ -170,6 +205,8 @@ static int mutex_take(proxylock_mutex_t *m, struct plk_thread *me, uint32_t st)
 
 	if (st == PLK_PARK_HANDED)
 		return 0;  /* moved to m's queue, then handed m by its unlock */
+	if (st == PLK_PARK_OWNERDEAD)
+		return EOWNERDEAD;  /* moved to m's queue, then took it from a dead owner */
 	if (st == PLK_PARK_WOKEN && me->requeued) {
 		rcu_read_lock();
 		err = plk_mutex_lock_requeued(m, me);
@@ -189,9 +226,12 @@ static int mutex_retake(void *m, const struct plk_mutex_ops *ops, struct plk_thr
 	if (ops)
 		return ops->lock(m);
 	tsan_retake_begin(pm);
+	plk_vg(plk_vg_lock_pre(pm, false));
 	err = mutex_take(pm, me, st);
 	pm->__count = h->depth;
 	tsan_retake_end(pm, h);
+	if (err == 0 || err == EOWNERDEAD)
+		plk_vg(plk_vg_lock_post(pm));
 	return err;
 }
 
@@ -282,16 +322,43 @@ static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
  * PLK_PARK_WAITING), undoing the wait if cancelled.  Its own function:
  * pthread_cleanup_push is a setjmp, and nothing here outlives it.
  */
+static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
+                                const struct timespec *abstime)
+{
+	int checks = 0;
+	uint32_t st;
+	bool timedout;
+
+	for (;;) {
+		struct timespec slice;
+		const struct timespec *until = abstime;
+
+		/* Moved onto a proxylock's queue: watch its owner, as its
+		 * own waiters do (mutex.c). */
+		if (!w->ops && __atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE))
+			until = plk_mutex_sleep_until(w->m, checks, clock, abstime, &slice);
+		st = cond_park(w->me, clock, until, &timedout);
+		if (st != PLK_PARK_WAITING || (timedout && until == abstime))
+			return st;
+		if (!timedout)
+			continue;
+		checks++;
+		rcu_read_lock();
+		if (plk_mutex_owner_check(w->m, w->me) == EOWNERDEAD)
+			st = PLK_PARK_OWNERDEAD;
+		plk_rcu_unlock();
+		if (st == PLK_PARK_OWNERDEAD)
+			return st;
+	}
+}
+
 static uint32_t cond_sleep(struct cond_wait *w, clockid_t clock,
                            const struct timespec *abstime)
 {
 	uint32_t st;
-	bool timedout;
 
 	pthread_cleanup_push(cond_wait_cancelled, w);
-	do
-		st = cond_park(w->me, clock, abstime, &timedout);
-	while (st == PLK_PARK_WAITING && !timedout);
+	st = cond_sleep_loop(w, clock, abstime);
 	pthread_cleanup_pop(0);
 	return st;
 }
@@ -425,7 +492,7 @@ static bool move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	while ((t = plk_waitq_first(bc, cond_key(c)))) {
 		plk_waitq_dequeue(t);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
-		t->requeued = 1;
+		__atomic_store_n(&t->requeued, 1, __ATOMIC_RELEASE);  /* its sleep reads it */
 		t->enq_ns = now;
 		if (w == 0 && !wake) {
 			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
@@ -433,6 +500,12 @@ static bool move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 		} else {
 			plk_waitq_enqueue(bm, t, m, false);
 			moved = true;
+			/* Its sleep has no end: for a robust m, wake it once so it
+			 * sleeps again in liveness slices and can take m from a
+			 * dead owner.  (Moved onto another lock it sleeps on; a
+			 * dead owner of that is reported by its own waiters.) */
+			if (m->__flags & PLK_ROBUST)
+				plk_futex_wake(&t->park, 1);
 		}
 		if (!all)
 			break;

@@ -14,6 +14,7 @@
 
 #define PLK_COND_GLIBC_SHARED 1u  /* glibc's pshared bit in __wrefs (__flags) */
 #define PLK_COND_MONOTONIC 2u     /* glibc's clock bit: waits time on CLOCK_MONOTONIC */
+#define PLK_COND_DESTROYED 0x40000000u  /* proxylock_cond_destroy; above glibc's bits */
 
 /* How to release and retake a mutex that is not a proxylock (a glibc
  * mutex the interposer passes through). */

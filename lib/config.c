@@ -46,6 +46,8 @@ static void config_read(void)
 		                                          : PROXYLOCK_AFFINITY_WAITERS;
 	if ((s = getenv("PROXYLOCK_HANDOFF_US")) != NULL)
 		config.handoff_ns = strtoull(s, NULL, 10) * 1000;
+	s = getenv("PROXYLOCK_STATS");
+	config.stats = s && *s && strcmp(s, "0") != 0;
 }
 
 struct plk_config *plk_config(void)

@@ -5,10 +5,14 @@
  *   PROXYLOCK_AFFINITY    waiters | union | node (default waiters)
  *   PROXYLOCK_HANDOFF_US  a waiter queued this long gets the lock handed
  *                         to it directly at the next unlock (default 500)
+ *   PROXYLOCK_STATS       non-empty and not "0": the interposer's exit
+ *                         report, and a line on stderr for each lock
+ *                         found held by an exited thread
  */
 #ifndef PLK_CONFIG_H
 #define PLK_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "futex.h"
@@ -17,6 +21,7 @@ struct plk_config {
 	unsigned donate;       /* PROXYLOCK_DONATE_* asked for */
 	int affinity;          /* PROXYLOCK_AFFINITY_* */
 	uint64_t handoff_ns;
+	bool stats;            /* PROXYLOCK_STATS */
 };
 
 /** plk_config - the settings (parsed on first call). */

@@ -22,6 +22,7 @@
 #include <urcu-bp.h>
 #include <urcu/rculfhash.h>
 
+#include "config.h"
 #include "lockstat.h"
 #include "proxylock.h"
 #include "registry.h"
@@ -40,6 +41,12 @@ struct lockstat {
 };
 
 bool plk_lockstat_on;
+
+/* Locks found held by exited owners: rare, so kept whether or not
+ * counting is on; the report lists the first DEAD_ROWS. */
+#define DEAD_ROWS 16
+static struct { const void *lock; pid_t tid; bool robust; } dead[DEAD_ROWS];
+static unsigned ndead;
 static struct cds_lfht *table;
 static int report_fd = 2;  /* a copy of stderr, see the top */
 
@@ -125,7 +132,36 @@ void plk_lockstat_lent(const void *lock, unsigned kinds)
 	plk_rcu_unlock();
 }
 
+void plk_lockstat_dead(const void *lock, pid_t tid, bool robust)
+{
+	unsigned i = __atomic_fetch_add(&ndead, 1, __ATOMIC_RELAXED);
+
+	if (i < DEAD_ROWS) {
+		__atomic_store_n(&dead[i].lock, lock, __ATOMIC_RELAXED);
+		__atomic_store_n(&dead[i].tid, tid, __ATOMIC_RELAXED);
+		__atomic_store_n(&dead[i].robust, robust, __ATOMIC_RELAXED);
+	}
+	if (plk_config()->stats)
+		dprintf(report_fd, "proxylock: mutex %p is held by thread %d, which exited; %s\n",
+		        lock, (int)tid, robust ? "robust: its next owner got EOWNERDEAD"
+		                           : "not robust: its waiters wait forever");
+}
+
 /* --- the report ------------------------------------------------------ */
+
+static void print_dead(void)
+{
+	unsigned n = __atomic_load_n(&ndead, __ATOMIC_RELAXED);
+
+	if (n)
+		dprintf(report_fd, "proxylock: %u waiters found their mutex held by an exited thread:\n", n);
+	for (unsigned i = 0; i < n && i < DEAD_ROWS; i++)
+		dprintf(report_fd, "proxylock:   mutex %p owner %d %s\n",
+		        __atomic_load_n(&dead[i].lock, __ATOMIC_RELAXED),
+		        (int)__atomic_load_n(&dead[i].tid, __ATOMIC_RELAXED),
+		        __atomic_load_n(&dead[i].robust, __ATOMIC_RELAXED) ? "(robust, taken over)"
+		                                                           : "(not robust: stuck)");
+}
 
 static int by_contention(const void *a, const void *b)
 {
@@ -197,6 +233,7 @@ static void report(void)
 		qsort(rows, nrows, sizeof(*rows), by_contention);
 		print_rows(rows, nrows);
 	}
+	print_dead();
 	plk_rcu_unlock();
 	free(rows);
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "futex.h"
 
@@ -28,5 +29,12 @@ PLK_HIDDEN void plk_lockstat_cond(const void *c);
  * @kinds in its owner's kernel view.  Does nothing unless enabled.
  */
 PLK_HIDDEN void plk_lockstat_lent(const void *lock, unsigned kinds);
+
+/**
+ * plk_lockstat_dead - a waiter found @lock held by thread @tid, which has
+ * exited (@robust: and took it over).  Always kept (the first few are
+ * listed in the exit report); said at once on stderr if PROXYLOCK_STATS.
+ */
+PLK_HIDDEN void plk_lockstat_dead(const void *lock, pid_t tid, bool robust);
 
 #endif /* PLK_LOCKSTAT_H */

@@ -7,8 +7,10 @@
  *
  *   bit 31      PLK_WAITERS: some thread is queued on this lock (or is
  *               about to be); the owner must unlock through the slow path
- *   bit 30      reserved (zero)
- *   bits 0..29  owner TID; 0 = unlocked
+ *   bit 30      PLK_OWNER_DIED: a robust lock taken from an owner that
+ *               exited, until proxylock_mutex_consistent()
+ *   bits 0..29  owner TID; 0 = unlocked.  Values from PLK_TID_RESERVED
+ *               up are states, not threads: destroyed, not recoverable
  *
  * __count is the RECURSIVE relock depth (0 = held once); only the owner
  * touches it.  __flags holds the type (glibc's kind numbers: NORMAL 0,
@@ -47,6 +49,12 @@
  *      release itself.
  *  M3  A woken waiter re-queues at the head, keeping its first enqueue
  *      time, so the handoff bound counts from when it first waited.
+ *
+ * Owners that exit holding a lock are noticed by its waiters, which sleep
+ * in liveness slices and ask the kernel whether the owner still exists
+ * (plk_thread_exited).  A robust lock then passes to the waiter, marked
+ * PLK_OWNER_DIED (EOWNERDEAD); any other stays held and is reported.
+ * Nothing of this is on the uncontended paths.
  */
 #include <errno.h>
 #include <sched.h>
@@ -54,10 +62,12 @@
 #include <time.h>
 
 #include "config.h"
+#include "lockstat.h"
 #include "donate.h"
 #include "mutex.h"
 #include "probes.h"
 #include "stats.h"
+#include "vgclient.h"
 #include "waitq.h"
 
 #define PLK_SPIN 100
@@ -88,7 +98,7 @@ int proxylock_mutexattr_settype(proxylock_mutexattr_t *attr, int type)
 	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
 	    type < PROXYLOCK_MUTEX_NORMAL || type > PROXYLOCK_MUTEX_ADAPTIVE)
 		return EINVAL;
-	attr->__type = (uint32_t)type;
+	attr->__type = (attr->__type & PLK_ROBUST) | (uint32_t)type;
 	return 0;
 }
 
@@ -96,7 +106,24 @@ int proxylock_mutexattr_gettype(const proxylock_mutexattr_t *attr, int *type)
 {
 	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !type)
 		return EINVAL;
-	*type = (int)attr->__type;
+	*type = (int)(attr->__type & PLK_TYPE_MASK);
+	return 0;
+}
+
+int proxylock_mutexattr_setrobust(proxylock_mutexattr_t *attr, int robust)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
+	    (robust != PROXYLOCK_MUTEX_STALLED && robust != PROXYLOCK_MUTEX_ROBUST))
+		return EINVAL;
+	attr->__type = (attr->__type & PLK_TYPE_MASK) | (robust ? PLK_ROBUST : 0);
+	return 0;
+}
+
+int proxylock_mutexattr_getrobust(const proxylock_mutexattr_t *attr, int *robust)
+{
+	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !robust)
+		return EINVAL;
+	*robust = (attr->__type & PLK_ROBUST) ? PROXYLOCK_MUTEX_ROBUST : PROXYLOCK_MUTEX_STALLED;
 	return 0;
 }
 
@@ -127,28 +154,47 @@ int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr
 	if (attr) {
 		if (attr->__magic != PLK_ATTR_MAGIC)
 			return EINVAL;
-		type = attr->__type;
-		donate = attr->__donate;
+		type = attr->__type & (PLK_TYPE_MASK | PLK_ROBUST);
+		donate = attr->__donate & PROXYLOCK_DONATE_ALL;
 	}
 	*m = (proxylock_mutex_t)PROXYLOCK_MUTEX_INITIALIZER;
 	m->__flags = type | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
 	plk_tsan_create(m);
+	plk_vg(plk_vg_mutex_create(m, plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE));
 	return 0;
 }
 
+/* A NOTRECOVERABLE mutex is free in POSIX's sense: destroy is all it allows. */
 int proxylock_mutex_destroy(proxylock_mutex_t *m)
 {
-	if (!m)
+	uint32_t w;
+
+	if (!m || !plk_flags_valid(m) || (w = plk_word(m)) == PLK_TID_DESTROYED)
 		return EINVAL;
-	if (plk_word(m) != 0)
+	if ((w != 0 && w != PLK_TID_NOTRECOVERABLE) || !plk_cas_word(m, w, PLK_TID_DESTROYED))
 		return EBUSY;
 	plk_tsan_destroy(m);
+	plk_vg(plk_vg_mutex_destroy(m));
 	return 0;
 }
 
 pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
 {
-	return plk_owner_tid(plk_word(m));
+	return m ? plk_owner_tid(plk_word(m)) : 0;
+}
+
+int proxylock_mutex_consistent(proxylock_mutex_t *m)
+{
+	uint32_t w;
+
+	if (!m || !(m->__flags & PLK_ROBUST))
+		return EINVAL;
+	w = plk_word(m);
+	if (!(w & PLK_OWNER_DIED) || !plk_owned_by_self(w, plk_tid()))
+		return EINVAL;
+	/* Atomic: a waiter may be setting PLK_WAITERS meanwhile. */
+	__atomic_fetch_and(&m->__word, ~PLK_OWNER_DIED, __ATOMIC_RELAXED);
+	return 0;
 }
 
 /* --- helpers --------------------------------------------------------- */
@@ -193,6 +239,137 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 		tid = plk_owner_tid(plk_word(next));
 	}
 	return false;
+}
+
+/*
+ * What a lock call on @m, whose word is @w, answers without waiting:
+ * EINVAL for a destroyed mutex or storage no init wrote, ENOTRECOVERABLE
+ * for a robust one unlocked while inconsistent; 0 if @m is usable.
+ */
+static int unusable(const proxylock_mutex_t *m, uint32_t w)
+{
+	if (!plk_flags_valid(m))
+		return EINVAL;
+	if (!plk_word_reserved(w))
+		return 0;
+	return (m->__flags & PLK_ROBUST) && w == PLK_TID_NOTRECOVERABLE ? ENOTRECOVERABLE : EINVAL;
+}
+
+/* --- owners that exited holding the lock ----------------------------- */
+
+/*
+ * A sleeping waiter asks every slice whether its lock's owner still
+ * exists: PLK_LIVENESS_NS at first, doubling per check up to 8x for a
+ * robust lock (its waiters must take it over) and 128x for any other
+ * (whose waiters only report it).  A robust lock also asks before every
+ * sleep.  One tgkill(2) per check; nothing on the way to a normal wake.
+ */
+#define PLK_LIVENESS_NS (20 * 1000 * 1000ull)
+
+static uint64_t liveness_slice(const proxylock_mutex_t *m, int checks)
+{
+	int cap = (m->__flags & PLK_ROBUST) ? 3 : 7;
+
+	return PLK_LIVENESS_NS << (checks < cap ? checks : cap);
+}
+
+const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
+                                             clockid_t clock, const struct timespec *abstime,
+                                             struct timespec *slice)
+{
+	uint64_t ns = liveness_slice(m, checks);
+
+	clock_gettime(clock, slice);
+	slice->tv_sec += (time_t)(ns / 1000000000u) + (slice->tv_nsec + ns % 1000000000u) / 1000000000u;
+	slice->tv_nsec = (long)((slice->tv_nsec + ns % 1000000000u) % 1000000000u);
+	if (abstime && (abstime->tv_sec < slice->tv_sec ||
+	                (abstime->tv_sec == slice->tv_sec && abstime->tv_nsec <= slice->tv_nsec)))
+		return abstime;
+	return slice;
+}
+
+/* The owner word @w names, if it has exited; else 0. */
+static pid_t dead_owner(uint32_t w, uint32_t self)
+{
+	pid_t tid = plk_owner_tid(w);
+
+	return tid && (uint32_t)tid != self && plk_thread_exited(tid) ? tid : 0;
+}
+
+/* Count and trace a dead owner; a waiter of a stalled lock says it once. */
+static void report_dead(proxylock_mutex_t *m, struct plk_thread *me, pid_t dead, bool robust)
+{
+	if (!robust && me) {
+		if (me->dead_seen == m)
+			return;
+		me->dead_seen = m;
+	}
+	plk_stat_inc(owner_dead);
+	PLK_PROBE3(owner_dead, m, dead, robust);
+	plk_lockstat_dead(m, dead, robust);
+}
+
+/*
+ * @m's owner @dead exited holding it; @m's bucket @b is locked and @w is
+ * the word.  A robust @m becomes @self's, off the queue if @me is on it,
+ * marked PLK_OWNER_DIED until proxylock_mutex_consistent(), with the
+ * other waiters lending to @self (M1 kept): true.  Any other lock stays
+ * as it is, reported: false.  Nobody but the dead owner could release
+ * @m, and every other writer of the word holds @b, so it cannot change.
+ */
+static bool take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, uint32_t self,
+                           struct plk_thread *me, pid_t dead)
+{
+	struct plk_thread *owner;
+	proxylock_mutex_t *next;
+	bool more;
+
+	if (plk_owner_tid(w) != dead)
+		return false;
+	if (!(m->__flags & PLK_ROBUST)) {
+		report_dead(m, me, dead, false);
+		return false;
+	}
+	if (me && __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
+		plk_waitq_dequeue(me);
+	more = plk_waitq_first(b, m) != NULL;
+	__atomic_store_n(&m->__word, self | PLK_OWNER_DIED | (more ? PLK_WAITERS : 0),
+	                 __ATOMIC_RELAXED);
+	m->__count = 0;
+	if (more)
+		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
+	report_dead(m, me, dead, true);
+	return true;
+}
+
+/* After take_from_dead: the dead owner's record gives up what @m lent it. */
+static void forget_dead(const proxylock_mutex_t *m, pid_t dead)
+{
+	struct plk_thread *t = plk_thread_find(dead);
+
+	if (t)
+		plk_donate_withdraw(t, m);
+}
+
+int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
+{
+	uint32_t self = plk_tid();
+	pid_t dead = dead_owner(plk_word(m), self);
+	struct plk_bucket *b;
+	bool took = false;
+
+	if (!dead)
+		return -1;
+	b = plk_waitq_lock(m);
+	/* Still asleep on m's queue (a condvar waiter may not be on it yet). */
+	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_WAITING &&
+	    __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
+		took = take_from_dead(b, m, plk_word(m), self, me, dead);
+	plk_waitq_unlock(b);
+	if (!took)
+		return -1;
+	forget_dead(m, dead);
+	return EOWNERDEAD;
 }
 
 /*
@@ -275,15 +452,29 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self,
                       clockid_t clock, const struct timespec *abstime, bool woken)
 {
+	bool robust = m->__flags & PLK_ROBUST;
+	int checks = 0;
+
 	if (plk_donate_lock_kinds(m))
 		plk_donate_waiter_refresh(me);
 	for (;;) {
 		struct plk_thread *owner = NULL;
 		proxylock_mutex_t *next = NULL;
+		pid_t dead = robust ? dead_owner(plk_word(m), self) : 0;
 		struct plk_bucket *b = plk_waitq_lock(m);
 		bool changed, timedout;
 		uint32_t w = plk_word(m), st;
+		int err;
 
+		if ((err = unusable(m, w))) {
+			plk_waitq_unlock(b);  /* NOTRECOVERABLE woke us off the queue */
+			return err;
+		}
+		if (dead && take_from_dead(b, m, w, self, NULL, dead)) {
+			plk_waitq_unlock(b);
+			forget_dead(m, dead);
+			return EOWNERDEAD;
+		}
 		if (w == 0) {
 			bool got = acquire_locked(b, m, self);
 
@@ -315,9 +506,22 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 
 		plk_rcu_unlock();
 		plk_stat_inc(sleeps);
-		do
-			st = plk_waitq_park(me, clock, abstime, &timedout);
-		while (st == PLK_PARK_WAITING && !timedout);
+		for (;;) {
+			struct timespec slice;
+			const struct timespec *until =
+				plk_mutex_sleep_until(m, checks, clock, abstime, &slice);
+
+			st = plk_waitq_park(me, clock, until, &timedout);
+			if (st != PLK_PARK_WAITING || (timedout && until == abstime))
+				break;
+			if (!timedout)
+				continue;  /* spurious */
+			checks++;
+			rcu_read_lock();
+			if ((err = plk_mutex_owner_check(m, me)) >= 0)
+				return err;
+			plk_rcu_unlock();
+		}
 		rcu_read_lock();
 		if (st == PLK_PARK_HANDED)
 			return 0;
@@ -335,6 +539,8 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 	uint64_t t0;
 	int err;
 
+	if ((err = unusable(m, w)))
+		return err;
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
 		return err;
 	if (abstime && !plk_timespec_valid(abstime))
@@ -373,18 +579,61 @@ int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 
 /* --- lock ------------------------------------------------------------ */
 
-int proxylock_mutex_lock(proxylock_mutex_t *m)
+/*
+ * What ThreadSanitizer (mutex.h) and Valgrind's tools (vgclient.h) are
+ * told around each public call; nothing in other builds, and one
+ * untaken branch in a Valgrind-capable build not run under Valgrind.
+ * EOWNERDEAD is an acquisition.
+ */
+#define note_lock_pre(m, may_fail) do {                                  \
+		plk_tsan_pre_lock((m), (may_fail));                      \
+		plk_vg(plk_vg_lock_pre((m), (may_fail)));                \
+	} while (0)
+#define note_lock_post(m, may_fail, err) do {                            \
+		plk_tsan_post_lock((m), (may_fail), (err));              \
+		if ((err) == 0 || (err) == EOWNERDEAD)                   \
+			plk_vg(plk_vg_lock_post(m));                     \
+	} while (0)
+
+/* Tools watching (PLK_TSAN build, or under Valgrind): lock and tell them. */
+static __attribute__((noinline)) int lock_noted(proxylock_mutex_t *m)
 {
 	int err;
 
-	plk_tsan_pre_lock(m, plk_lock_may_fail(m));
-	if (plk_mutex_lock_fast(m)) {
-		plk_tsan_post_lock(m, plk_lock_may_fail(m), 0);
-		return 0;
-	}
-	err = plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
-	plk_tsan_post_lock(m, plk_lock_may_fail(m), err);
+	note_lock_pre(m, plk_lock_may_fail(m));
+	err = plk_mutex_lock_fast(m) ? 0 : plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+	note_lock_post(m, plk_lock_may_fail(m), err);
 	return err;
+}
+
+int proxylock_mutex_lock(proxylock_mutex_t *m)
+{
+	if (__builtin_expect(!m, 0))
+		return EINVAL;
+	if (PLK_TSAN || plk_vg_active())
+		return lock_noted(m);
+	if (plk_mutex_lock_fast(m))
+		return 0;
+	return plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+}
+
+/* A robust @m is busy with word @w: take it if its owner has exited. */
+static int trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
+{
+	pid_t dead = dead_owner(w, self);
+	struct plk_bucket *b;
+	bool took;
+
+	if (!dead)
+		return EBUSY;
+	rcu_read_lock();
+	b = plk_waitq_lock(m);
+	took = take_from_dead(b, m, plk_word(m), self, NULL, dead);
+	plk_waitq_unlock(b);
+	if (took)
+		forget_dead(m, dead);
+	plk_rcu_unlock();
+	return took ? EOWNERDEAD : EBUSY;
 }
 
 static int trylock(proxylock_mutex_t *m)
@@ -397,8 +646,12 @@ static int trylock(proxylock_mutex_t *m)
 		if (w == 0 && plk_cas_word(m, 0, self))
 			return 0;
 	} while (w == 0);
+	if ((err = unusable(m, w)))
+		return err;
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
 		return err == EDEADLK ? EBUSY : err;
+	if (m->__flags & PLK_ROBUST)
+		return trylock_dead(m, w, self);
 	return EBUSY;
 }
 
@@ -406,9 +659,11 @@ int proxylock_mutex_trylock(proxylock_mutex_t *m)
 {
 	int err;
 
-	plk_tsan_pre_lock(m, true);
+	if (!m)
+		return EINVAL;
+	note_lock_pre(m, true);
 	err = trylock(m);
-	plk_tsan_post_lock(m, true, err);
+	note_lock_post(m, true, err);
 	return err;
 }
 
@@ -428,9 +683,11 @@ int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t clock,
 {
 	int err;
 
-	plk_tsan_pre_lock(m, true);
+	if (!m)
+		return EINVAL;
+	note_lock_pre(m, true);
 	err = clocklock(m, clock, abstime);
-	plk_tsan_post_lock(m, true, err);
+	note_lock_post(m, true, err);
 	return err;
 }
 
@@ -494,16 +751,49 @@ static int unlock_foreign(proxylock_mutex_t *m, uint32_t w)
 	return 0;
 }
 
+/*
+ * The owner unlocked robust @m, taken with EOWNERDEAD, without calling
+ * proxylock_mutex_consistent(): @m is unusable from now on, and every
+ * waiter is woken, off the queue, to be told so (ENOTRECOVERABLE).
+ */
+static void make_unrecoverable(proxylock_mutex_t *m)
+{
+	struct plk_thread *batch[32], *t;
+	bool first = true;
+	int n;
+
+	rcu_read_lock();
+	do {
+		struct plk_bucket *b = plk_waitq_lock(m);
+
+		if (first)
+			__atomic_store_n(&m->__word, PLK_TID_NOTRECOVERABLE, __ATOMIC_RELEASE);
+		first = false;
+		for (n = 0; n < 32 && (t = plk_waitq_first(b, m)); n++) {
+			plk_waitq_dequeue(t);
+			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
+			batch[n] = t;
+		}
+		plk_waitq_unlock(b);
+		for (int i = 0; i < n; i++)
+			plk_waitq_unpark(batch[i]);
+	} while (n == 32);
+	if ((t = plk_thread_self()))
+		plk_donate_withdraw(t, m);
+	plk_rcu_unlock();
+}
+
 /* Out of line, so the fast paths stay a few instructions long. */
 __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax)
 {
 	uint32_t self = plk_tid(), w;
+	int err;
 
 	for (;;) {
 		w = plk_word(m);
+		if ((err = unusable(m, w)))
+			return err == ENOTRECOVERABLE ? EPERM : EINVAL;
 		if (!plk_owned_by_self(w, self)) {
-			int err;
-
 			if (!lax || plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK ||
 			    plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE)
 				return EPERM;
@@ -513,6 +803,10 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 		}
 		if (m->__count > 0) {
 			m->__count--;
+			return 0;
+		}
+		if (w & PLK_OWNER_DIED) {
+			make_unrecoverable(m);
 			return 0;
 		}
 		if (w & PLK_WAITERS)
@@ -527,19 +821,29 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 	return 0;
 }
 
-int proxylock_mutex_unlock(proxylock_mutex_t *m)
+/* Tools watching: unlock and tell them, unless the unlock is refused
+ * (EPERM, EINVAL), which is an answer, not an unlock. */
+static __attribute__((noinline)) int unlock_noted(proxylock_mutex_t *m)
 {
 	int err;
 
-	/* TSan: a refused unlock (EPERM) is an answer, not an unlock. */
-	if (PLK_TSAN && !plk_owned_by_self(plk_word(m), plk_tid()))
-		return EPERM;
+	if (!plk_owned_by_self(plk_word(m), plk_tid()))
+		return plk_mutex_unlock_slow(m, false);
 	plk_tsan_pre_unlock(m);
-	if (plk_mutex_unlock_fast(m)) {
-		plk_tsan_post_unlock(m);
-		return 0;
-	}
-	err = plk_mutex_unlock_slow(m, false);
+	plk_vg(plk_vg_unlock_pre(m));
+	err = plk_mutex_unlock_fast(m) ? 0 : plk_mutex_unlock_slow(m, false);
 	plk_tsan_post_unlock(m);
+	plk_vg(plk_vg_unlock_post(m));
 	return err;
+}
+
+int proxylock_mutex_unlock(proxylock_mutex_t *m)
+{
+	if (__builtin_expect(!m, 0))
+		return EINVAL;
+	if (PLK_TSAN || plk_vg_active())
+		return unlock_noted(m);
+	if (plk_mutex_unlock_fast(m))
+		return 0;
+	return plk_mutex_unlock_slow(m, false);
 }

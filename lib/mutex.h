@@ -6,6 +6,7 @@
 #ifndef PLK_MUTEX_H
 #define PLK_MUTEX_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -13,12 +14,34 @@
 #include "proxylock.h"
 #include "registry.h"
 
-#define PLK_WAITERS 0x80000000u   /* FUTEX_WAITERS */
-#define PLK_TID_MASK 0x3fffffffu  /* FUTEX_TID_MASK */
+#define PLK_WAITERS 0x80000000u     /* FUTEX_WAITERS */
+#define PLK_OWNER_DIED 0x40000000u  /* FUTEX_OWNER_DIED: robust, inconsistent */
+#define PLK_TID_MASK 0x3fffffffu    /* FUTEX_TID_MASK */
+
+/* Owner values no thread can have (TIDs stay below PID_MAX_LIMIT, 2^22):
+ * both make every fast path fail, so checking them costs nothing there. */
+#define PLK_TID_RESERVED 0x3ffffff0u
+#define PLK_TID_DESTROYED 0x3ffffffeu       /* proxylock_mutex_destroy */
+#define PLK_TID_NOTRECOVERABLE 0x3fffffffu  /* robust, unlocked inconsistent */
 
 #define PLK_TYPE_MASK 0x3u
+#define PLK_ROBUST 0x10u          /* glibc's PTHREAD_MUTEX_ROBUST_NORMAL_NP bit */
 #define PLK_NODONATE_SHIFT 24     /* kinds *not* lent, so zero lends all;
                                      above every bit glibc uses in __kind */
+#define PLK_FLAGS_KNOWN (PLK_TYPE_MASK | PLK_ROBUST | \
+                         ((uint32_t)PROXYLOCK_DONATE_ALL << PLK_NODONATE_SHIFT))
+
+/** plk_word_reserved - true if word @w names no thread but a state. */
+static inline bool plk_word_reserved(uint32_t w)
+{
+	return (w & PLK_TID_MASK) >= PLK_TID_RESERVED;
+}
+
+/** plk_flags_valid - false for storage no init call or initializer wrote. */
+static inline bool plk_flags_valid(const proxylock_mutex_t *m)
+{
+	return (m->__flags & ~PLK_FLAGS_KNOWN) == 0;
+}
 
 static inline uint32_t plk_word(const proxylock_mutex_t *m)
 {
@@ -45,6 +68,8 @@ static inline pid_t plk_owner_tid(uint32_t w)
 {
 	uint32_t tid = w & PLK_TID_MASK;
 
+	if (tid >= PLK_TID_RESERVED)
+		return 0;
 	if (__builtin_expect(tid != 0 && tid == plk_prefork_tid(), 0))
 		return (pid_t)plk_forked_tid();
 	return (pid_t)tid;
@@ -95,13 +120,25 @@ static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail,
 	return (plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ? __tsan_mutex_write_reentrant : 0) |
 	       (may_fail ? __tsan_mutex_try_lock : 0) | (err ? __tsan_mutex_try_lock_failed : 0);
 }
-#define plk_tsan_pre_lock(m, may_fail) __tsan_mutex_pre_lock((m), plk_tsan_flags((m), (may_fail), 0))
+/*
+ * Robust mutexes are not described to TSan: nothing in its interface
+ * says that a dead thread's hold passed to another (its own pthread
+ * interceptor repairs that state internally), so every EOWNERDEAD would
+ * read as a double lock.  Their word's acquire/release atomics still
+ * give TSan its happens-before edges; lock-order checks are what is lost.
+ */
+#define plk_tsan_annotated(m) (!((m)->__flags & PLK_ROBUST))
+#define plk_tsan_pre_lock(m, may_fail) \
+	(plk_tsan_annotated(m) ? __tsan_mutex_pre_lock((m), plk_tsan_flags((m), (may_fail), 0)) : (void)0)
+/* EOWNERDEAD: acquired (robust, from a dead owner). */
 #define plk_tsan_post_lock(m, may_fail, err) \
-	__tsan_mutex_post_lock((m), plk_tsan_flags((m), (may_fail), (err)), 0)
-#define plk_tsan_pre_unlock(m) ((void)__tsan_mutex_pre_unlock((m), 0))
-#define plk_tsan_post_unlock(m) __tsan_mutex_post_unlock((m), 0)
-#define plk_tsan_create(m) __tsan_mutex_create((m), plk_tsan_flags((m), false, 0))
-#define plk_tsan_destroy(m) __tsan_mutex_destroy((m), 0)
+	(plk_tsan_annotated(m) ? __tsan_mutex_post_lock((m), plk_tsan_flags((m), (may_fail), \
+	                         (err) && (err) != EOWNERDEAD), 0) : (void)0)
+#define plk_tsan_pre_unlock(m) (plk_tsan_annotated(m) ? (void)__tsan_mutex_pre_unlock((m), 0) : (void)0)
+#define plk_tsan_post_unlock(m) (plk_tsan_annotated(m) ? __tsan_mutex_post_unlock((m), 0) : (void)0)
+#define plk_tsan_create(m) \
+	(plk_tsan_annotated(m) ? __tsan_mutex_create((m), plk_tsan_flags((m), false, 0)) : (void)0)
+#define plk_tsan_destroy(m) (plk_tsan_annotated(m) ? __tsan_mutex_destroy((m), 0) : (void)0)
 #else
 #define plk_tsan_pre_lock(m, may_fail) ((void)0)
 #define plk_tsan_post_lock(m, may_fail, err) ((void)0)
@@ -114,7 +151,8 @@ static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail,
 /** plk_lock_may_fail - can a blocking lock of @m return without it? */
 static inline bool plk_lock_may_fail(const proxylock_mutex_t *m)
 {
-	return plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK || plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE;
+	return plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK || plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ||
+	       (m->__flags & PLK_ROBUST);
 }
 
 /**
@@ -145,5 +183,24 @@ PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *
  * or free and taken).  Under rcu_read_lock().
  */
 PLK_HIDDEN bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me);
+
+/**
+ * plk_mutex_sleep_until - when a waiter asleep on @m's queue next wakes:
+ * at @abstime (on @clock; NULL: never) or at the end of its @checks-th
+ * liveness slice (filled in *@slice), whichever comes first.  Between
+ * slices it asks whether the owner still exists (mutex.c).
+ */
+PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
+                                                        clockid_t clock,
+                                                        const struct timespec *abstime,
+                                                        struct timespec *slice);
+
+/**
+ * plk_mutex_owner_check - a liveness slice of @me, asleep on @m's queue,
+ * ended: if @m's owner has exited, say so (stats, probe) and, for a
+ * robust @m, take it: EOWNERDEAD, @me off the queue and owning @m.  Else
+ * -1: sleep on.  Under rcu_read_lock().
+ */
+PLK_HIDDEN int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
 
 #endif /* PLK_MUTEX_H */

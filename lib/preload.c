@@ -54,6 +54,7 @@
 #include <threads.h>
 
 #include "cond.h"
+#include "config.h"
 #include "lockstat.h"
 #include "mutex.h"
 #include "preload.h"
@@ -185,9 +186,7 @@ bool plk_preload_from_urcu(uintptr_t ra)
 
 static __attribute__((constructor)) void preload_init(void)
 {
-	const char *s = getenv("PROXYLOCK_STATS");
-
-	if (s && *s && strcmp(s, "0") != 0)
+	if (plk_config()->stats)
 		plk_lockstat_enable();
 	plk_real();
 	careful_window_publish();
@@ -441,7 +440,9 @@ PLK_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
 		return plk_real()->cond_destroy(c);
-	return proxylock_cond_destroy((proxylock_cond_t *)c);
+	/* Not proxylock_cond_destroy: glibc leaves a destroyed condvar usable
+	 * enough that programs get away with it, and so do we. */
+	return __atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
 }
 
 PLK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm)

@@ -14,9 +14,13 @@
  * has not exited.  Records of threads that never adopted theirs (an owner
  * that exited without entering a slow path) stay until fork or exit.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "registry.h"
@@ -49,6 +53,43 @@ pid_t plk_pid(void)
 		__atomic_store_n(&pid_cache, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
+}
+
+/*
+ * /proc/self/stat's state field (after the last ')') is Z or X.  Raw
+ * syscalls: open and read are cancellation points, and a lock call,
+ * which asks this while its thread sleeps in a queue, must not be one.
+ */
+static bool leader_is_zombie(void)
+{
+	char buf[512], *p;
+	long n;
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	n = syscall(SYS_read, fd, buf, sizeof(buf) - 1);
+	syscall(SYS_close, fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+bool plk_thread_exited(pid_t tid)
+{
+	int saved = errno;
+	bool gone;
+
+	if (tid <= 0)
+		return false;
+	if (syscall(SYS_tgkill, plk_pid(), tid, 0) != 0)
+		gone = errno == ESRCH;
+	else
+		gone = tid == plk_pid() && leader_is_zombie();
+	errno = saved;
+	return gone;
 }
 
 uint32_t plk_prefork_tid(void)

@@ -71,6 +71,7 @@ struct plk_thread {
 	struct cds_list_head wnode;    /* in that bucket's queue */
 	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
 	uint32_t park;                 /* PLK_PARK_*: futex word */
+	const void *dead_seen;         /* lock last reported held by an exited owner */
 };
 
 /* A condvar waiter queues under its condvar's address with bit 0 set, so
@@ -133,6 +134,14 @@ static inline void plk_rcu_unlock(void)
 	plk_tsan_release(&plk_tsan_grace);
 	rcu_read_unlock();
 }
+
+/**
+ * plk_thread_exited - true if no thread of this process has TID @tid
+ * any more (the kernel's answer: tgkill signal 0 fails with ESRCH; for
+ * the thread-group leader, which stays a zombie after pthread_exit,
+ * /proc's).  A TID reused by a new thread of ours reads as alive.
+ */
+PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);

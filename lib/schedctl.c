@@ -107,7 +107,11 @@ static void read_cpuset(void)
 	char line[4096], path[sizeof(line) + 64] = "";
 	struct bitmask *bm = NULL;
 	FILE *f;
+	int cancel;
 
+	/* Run from inside lock calls, which are no cancellation point:
+	 * fopen and fgets are, so a pending cancel must wait. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	CPU_ZERO(&cpuset_allowed);
 	f = fopen("/proc/self/cgroup", "re");
 	if (f) {
@@ -131,6 +135,7 @@ static void read_cpuset(void)
 			CPU_SET(cpu, &cpuset_allowed);
 	if (bm)
 		numa_bitmask_free(bm);
+	pthread_setcancelstate(cancel, NULL);
 }
 
 static void probe_caps(void)

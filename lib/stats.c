@@ -11,6 +11,8 @@ void proxylock_stats_get(struct proxylock_stats *out)
 	const uint64_t *src = (const uint64_t *)&plk_stats;
 	uint64_t *dst = (uint64_t *)out;
 
+	if (!out)
+		return;
 	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }

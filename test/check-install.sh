@@ -1,7 +1,7 @@
 #!/bin/sh
 # Packaging: `meson install` into a staging root puts the header, the
-# library with its soname, the interposer, the pkg-config file and the man
-# pages in place; an example then builds out of the tree against that
+# library with its soname, the interposer, the pkg-config file, the man
+# pages and the Valgrind suppression file in place; an example then builds out of the tree against that
 # install, with nothing but `pkg-config --cflags --libs proxylock`, and runs.
 #   usage: check-install.sh BUILD-DIR SOURCE-DIR
 set -eu
@@ -19,7 +19,9 @@ find "$stage" -name proxylock.h | grep -q . || { echo "not ok - header missing";
 for page in proxylock proxylock_mutex proxylock_cond proxylock_caps; do
 	find "$stage" -name "$page.3*" | grep -q . || { echo "not ok - man page $page.3 missing"; exit 1; }
 done
-echo "ok - header, libproxylock.so.0, the interposer, proxylock.pc and 4 man pages installed"
+find "$stage" -path '*/share/proxylock/proxylock.supp' | grep -q . ||
+	{ echo "not ok - share/proxylock/proxylock.supp (Valgrind suppressions) missing"; exit 1; }
+echo "ok - header, libproxylock.so.0, the interposer, proxylock.pc, 4 man pages and the Valgrind suppressions installed"
 export PKG_CONFIG_PATH="$(dirname "$pc")"
 prefix=$(pkg-config --variable=prefix proxylock)
 flags=$(pkg-config --define-variable=prefix="$stage$prefix" --cflags --libs proxylock)

@@ -7,7 +7,7 @@ command -v readelf >/dev/null || { echo "SKIP: readelf missing"; exit 77; }
 status=0
 for lib in "$@"; do
 	notes=$(readelf -n "$lib") || exit 1
-	for probe in contended_acquire acquired release donate restore; do
+	for probe in contended_acquire acquired release donate restore owner_dead; do
 		if printf '%s\n' "$notes" | grep -A3 'stapsdt' | grep -q "Provider: proxylock" &&
 		   printf '%s\n' "$notes" | grep -q "Name: $probe\$"; then
 			echo "ok - $(basename "$lib"): proxylock:$probe"

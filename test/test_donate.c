@@ -588,6 +588,8 @@ static void run_storm(int nlocks)
 	for (int i = 0; i < RND_LOCKS; i++)
 		ck_assert_uint_eq(rnd_locks[i].__word, 0);
 	proxylock_stats_get(&st);
+	if (under_valgrind())
+		return;  /* one thread at a time: there may have been no contention */
 	ck_assert_msg(st.donations > 100, "only %lu donations: the storm lent nothing",
 	              (unsigned long)st.donations);
 	ck_assert_msg(st.restores > 100, "only %lu restores", (unsigned long)st.restores);
