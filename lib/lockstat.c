@@ -16,6 +16,7 @@
  * before ours.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,10 +142,16 @@ void plk_lockstat_dead(const void *lock, pid_t tid, bool robust)
 		__atomic_store_n(&dead[i].tid, tid, __ATOMIC_RELAXED);
 		__atomic_store_n(&dead[i].robust, robust, __ATOMIC_RELAXED);
 	}
-	if (plk_config()->stats)
+	if (plk_config()->stats) {
+		int cancel;
+
+		/* Said from inside a lock call, which is no cancellation point. */
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 		dprintf(report_fd, "proxylock: mutex %p is held by thread %d, which exited; %s\n",
 		        lock, (int)tid, robust ? "robust: its next owner got EOWNERDEAD"
 		                           : "not robust: its waiters wait forever");
+		pthread_setcancelstate(cancel, NULL);
+	}
 }
 
 /* --- the report ------------------------------------------------------ */

@@ -33,7 +33,8 @@ PLK_HIDDEN void plk_lockstat_lent(const void *lock, unsigned kinds);
 /**
  * plk_lockstat_dead - a waiter found @lock held by thread @tid, which has
  * exited (@robust: and took it over).  Always kept (the first few are
- * listed in the exit report); said at once on stderr if PROXYLOCK_STATS.
+ * listed in the exit report); said at once on stderr if PROXYLOCK_STATS,
+ * so never called under a bucket lock.
  */
 PLK_HIDDEN void plk_lockstat_dead(const void *lock, pid_t tid, bool robust);
 

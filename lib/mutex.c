@@ -296,39 +296,41 @@ static pid_t dead_owner(uint32_t w, uint32_t self)
 	return tid && (uint32_t)tid != self && plk_thread_exited(tid) ? tid : 0;
 }
 
-/* Count and trace a dead owner; a waiter of a stalled lock says it once. */
-static void report_dead(proxylock_mutex_t *m, struct plk_thread *me, pid_t dead, bool robust)
+/* Count and trace a dead owner (and print it, so: never under a bucket lock). */
+static void report_dead(proxylock_mutex_t *m, pid_t dead, bool robust)
 {
-	if (!robust && me) {
-		if (me->dead_seen == m)
-			return;
-		me->dead_seen = m;
-	}
 	plk_stat_inc(owner_dead);
 	PLK_PROBE3(owner_dead, m, dead, robust);
 	plk_lockstat_dead(m, dead, robust);
 }
 
+/* What take_from_dead did. */
+enum { DEAD_STALE, DEAD_TAKEN, DEAD_STALLED };
+
 /*
  * @m's owner @dead exited holding it; @m's bucket @b is locked and @w is
  * the word.  A robust @m becomes @self's, off the queue if @me is on it,
  * marked PLK_OWNER_DIED until proxylock_mutex_consistent(), with the
- * other waiters lending to @self (M1 kept): true.  Any other lock stays
- * as it is, reported: false.  Nobody but the dead owner could release
- * @m, and every other writer of the word holds @b, so it cannot change.
+ * other waiters lending to @self (M1 kept): DEAD_TAKEN.  Any other lock
+ * stays as it is: DEAD_STALLED the first time waiter @me finds it, so it
+ * reports it once, else DEAD_STALE (as when the word moved on).  Nobody
+ * but the dead owner could release @m, and every other writer of the
+ * word holds @b, so it cannot change.  The caller reports, unlocked.
  */
-static bool take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, uint32_t self,
-                           struct plk_thread *me, pid_t dead)
+static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, uint32_t self,
+                          struct plk_thread *me, pid_t dead)
 {
 	struct plk_thread *owner;
 	proxylock_mutex_t *next;
 	bool more;
 
 	if (plk_owner_tid(w) != dead)
-		return false;
+		return DEAD_STALE;
 	if (!(m->__flags & PLK_ROBUST)) {
-		report_dead(m, me, dead, false);
-		return false;
+		if (me->dead_seen == m)
+			return DEAD_STALE;
+		me->dead_seen = m;
+		return DEAD_STALLED;
 	}
 	if (me && __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
 		plk_waitq_dequeue(me);
@@ -338,17 +340,26 @@ static bool take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 	m->__count = 0;
 	if (more)
 		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
-	report_dead(m, me, dead, true);
-	return true;
+	return DEAD_TAKEN;
 }
 
-/* After take_from_dead: the dead owner's record gives up what @m lent it. */
-static void forget_dead(const proxylock_mutex_t *m, pid_t dead)
+/*
+ * After take_from_dead, with no bucket lock held: report, and if @m was
+ * taken, let the dead owner's record give up what @m lent it.  Returns
+ * EOWNERDEAD if @m is ours, else -1.
+ */
+static int dead_done(proxylock_mutex_t *m, pid_t dead, int what)
 {
-	struct plk_thread *t = plk_thread_find(dead);
+	struct plk_thread *t;
 
-	if (t)
+	if (what == DEAD_STALE)
+		return -1;
+	report_dead(m, dead, what == DEAD_TAKEN);
+	if (what != DEAD_TAKEN)
+		return -1;
+	if ((t = plk_thread_find(dead)))
 		plk_donate_withdraw(t, m);
+	return EOWNERDEAD;
 }
 
 int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
@@ -356,7 +367,7 @@ int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
 	uint32_t self = plk_tid();
 	pid_t dead = dead_owner(plk_word(m), self);
 	struct plk_bucket *b;
-	bool took = false;
+	int what = DEAD_STALE;
 
 	if (!dead)
 		return -1;
@@ -364,12 +375,9 @@ int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
 	/* Still asleep on m's queue (a condvar waiter may not be on it yet). */
 	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_WAITING &&
 	    __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
-		took = take_from_dead(b, m, plk_word(m), self, me, dead);
+		what = take_from_dead(b, m, plk_word(m), self, me, dead);
 	plk_waitq_unlock(b);
-	if (!took)
-		return -1;
-	forget_dead(m, dead);
-	return EOWNERDEAD;
+	return dead_done(m, dead, what);
 }
 
 /*
@@ -470,10 +478,9 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			plk_waitq_unlock(b);  /* NOTRECOVERABLE woke us off the queue */
 			return err;
 		}
-		if (dead && take_from_dead(b, m, w, self, NULL, dead)) {
+		if (dead && take_from_dead(b, m, w, self, me, dead) == DEAD_TAKEN) {
 			plk_waitq_unlock(b);
-			forget_dead(m, dead);
-			return EOWNERDEAD;
+			return dead_done(m, dead, DEAD_TAKEN);
 		}
 		if (w == 0) {
 			bool got = acquire_locked(b, m, self);
@@ -622,18 +629,17 @@ static int trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
 {
 	pid_t dead = dead_owner(w, self);
 	struct plk_bucket *b;
-	bool took;
+	int what;
 
 	if (!dead)
 		return EBUSY;
 	rcu_read_lock();
 	b = plk_waitq_lock(m);
-	took = take_from_dead(b, m, plk_word(m), self, NULL, dead);
+	what = take_from_dead(b, m, plk_word(m), self, NULL, dead);  /* m is robust */
 	plk_waitq_unlock(b);
-	if (took)
-		forget_dead(m, dead);
+	what = dead_done(m, dead, what);
 	plk_rcu_unlock();
-	return took ? EOWNERDEAD : EBUSY;
+	return what == EOWNERDEAD ? EOWNERDEAD : EBUSY;
 }
 
 static int trylock(proxylock_mutex_t *m)
