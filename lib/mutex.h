@@ -28,7 +28,11 @@
 #define PLK_ROBUST 0x10u          /* glibc's PTHREAD_MUTEX_ROBUST_NORMAL_NP bit */
 #define PLK_NODONATE_SHIFT 24     /* kinds *not* lent, so zero lends all;
                                      above every bit glibc uses in __kind */
-#define PLK_FLAGS_KNOWN (PLK_TYPE_MASK | PLK_ROBUST | \
+/* glibc's elision bits (PTHREAD_MUTEX_ELISION_NP, _NO_ELISION_NP): a
+ * pthread_mutex_t that glibc's own init gave them is still a proxylock
+ * under the interposer. */
+#define PLK_GLIBC_ELISION 0x300u
+#define PLK_FLAGS_KNOWN (PLK_TYPE_MASK | PLK_ROBUST | PLK_GLIBC_ELISION | \
                          ((uint32_t)PROXYLOCK_DONATE_ALL << PLK_NODONATE_SHIFT))
 
 /** plk_word_reserved - true if word @w names no thread but a state. */
