@@ -208,7 +208,7 @@ static void *park_forever(void *arg)
  * (sleeping) thread, as every program that needs a mutex has: glibc
  * 2.34+ turns its lock and unlock into plain stores while a process is
  * single-threaded, which no multi-threaded program ever sees (measured
- * here: 4-6 ns a pair single-threaded, 12.7 ns with the second thread).
+ * here: 3-6 ns a pair single-threaded, 12.7 ns with the second thread).
  */
 static void bench_uncontended(void)
 {

@@ -325,7 +325,7 @@ static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
 static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
                                 const struct timespec *abstime)
 {
-	int checks = 0;
+	int checks = 0, err;
 	uint32_t st;
 	bool timedout;
 
@@ -344,11 +344,10 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 			continue;
 		checks++;
 		rcu_read_lock();
-		if (plk_mutex_owner_check(w->m, w->me) == EOWNERDEAD)
-			st = PLK_PARK_OWNERDEAD;
+		err = plk_mutex_owner_check(w->m, w->me);
 		plk_rcu_unlock();
-		if (st == PLK_PARK_OWNERDEAD)
-			return st;
+		if (err == EOWNERDEAD)
+			return PLK_PARK_OWNERDEAD;
 	}
 }
 

@@ -14,6 +14,7 @@
 #ifndef PLK_FUTEX_H
 #define PLK_FUTEX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -36,14 +37,36 @@ static inline int plk_timespec_valid(const struct timespec *ts)
 	return ts->tv_nsec >= 0 && ts->tv_nsec < 1000000000L;
 }
 
+/** plk_timespec_le - true if @a is no later than @b. */
+static inline bool plk_timespec_le(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec <= b->tv_nsec);
+}
+
 /** plk_deadline_passed - true once @clock has reached @abstime. */
 static inline int plk_deadline_passed(clockid_t clock, const struct timespec *abstime)
 {
 	struct timespec now;
 
 	clock_gettime(clock, &now);
-	return now.tv_sec > abstime->tv_sec ||
-	       (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+	return plk_timespec_le(abstime, &now);
+}
+
+/**
+ * plk_deadline_within - the sooner of @abstime (NULL: none) and @ns from
+ * now, both on @clock: @abstime itself, or @soon, filled in.  Callers
+ * tell which by the pointer (a wait that reached @abstime has timed out;
+ * one that reached @soon has only had its turn to look around).
+ */
+static inline const struct timespec *plk_deadline_within(clockid_t clock, uint64_t ns,
+                                                         const struct timespec *abstime,
+                                                         struct timespec *soon)
+{
+	clock_gettime(clock, soon);
+	soon->tv_nsec += (long)(ns % 1000000000u);
+	soon->tv_sec += (time_t)(ns / 1000000000u) + soon->tv_nsec / 1000000000L;
+	soon->tv_nsec %= 1000000000L;
+	return abstime && plk_timespec_le(abstime, soon) ? abstime : soon;
 }
 
 /** plk_now_ns - CLOCK_MONOTONIC in nanoseconds. */

@@ -62,8 +62,8 @@
 #include <time.h>
 
 #include "config.h"
-#include "lockstat.h"
 #include "donate.h"
+#include "lockstat.h"
 #include "mutex.h"
 #include "probes.h"
 #include "stats.h"
@@ -277,15 +277,7 @@ const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int che
                                              clockid_t clock, const struct timespec *abstime,
                                              struct timespec *slice)
 {
-	uint64_t ns = liveness_slice(m, checks);
-
-	clock_gettime(clock, slice);
-	slice->tv_sec += (time_t)(ns / 1000000000u) + (slice->tv_nsec + ns % 1000000000u) / 1000000000u;
-	slice->tv_nsec = (long)((slice->tv_nsec + ns % 1000000000u) % 1000000000u);
-	if (abstime && (abstime->tv_sec < slice->tv_sec ||
-	                (abstime->tv_sec == slice->tv_sec && abstime->tv_nsec <= slice->tv_nsec)))
-		return abstime;
-	return slice;
+	return plk_deadline_within(clock, liveness_slice(m, checks), abstime, slice);
 }
 
 /* The owner word @w names, if it has exited; else 0. */

@@ -381,23 +381,17 @@ static int shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t cl
                             const struct timespec *abstime)
 {
 	pthread_mutex_t helper;
-	struct timespec dl;
+	struct timespec soon;
+	const struct timespec *until = plk_deadline_within(clock, 1000 * 1000, abstime, &soon);
 	int err;
 
-	clock_gettime(clock, &dl);
-	dl.tv_nsec += 1000000;
-	dl.tv_sec += dl.tv_nsec / 1000000000L;
-	dl.tv_nsec %= 1000000000L;
-	if (abstime && (abstime->tv_sec < dl.tv_sec ||
-	                (abstime->tv_sec == dl.tv_sec && abstime->tv_nsec < dl.tv_nsec)))
-		dl = *abstime;
 	plk_real()->mutex_init(&helper, NULL);
 	plk_real()->mutex_lock(&helper);
 	if ((err = pthread_mutex_unlock(pm)) != 0) {
 		plk_real()->mutex_unlock(&helper);
 		return err;
 	}
-	plk_real()->cond_clockwait(c, &helper, clock, &dl);
+	plk_real()->cond_clockwait(c, &helper, clock, until);
 	plk_real()->mutex_unlock(&helper);
 	err = pthread_mutex_lock(pm);
 	if (err == 0 && abstime && plk_deadline_passed(clock, abstime))
