@@ -207,7 +207,8 @@ PROXYLOCK_API int proxylock_mutex_clocklock(proxylock_mutex_t *m, clockid_t cloc
 /**
  * proxylock_mutex_unlock - release @m.  EPERM if the caller does not own
  * it (for every type: the owner is in the word, so checking is free).
- * Withdraws what waiters lent the caller before the lock leaves it.
+ * If threads wait, one is woken (or handed the lock) first; only then
+ * is what they lent the caller withdrawn, before unlock returns.
  */
 PROXYLOCK_API int proxylock_mutex_unlock(proxylock_mutex_t *m);
 

@@ -201,18 +201,12 @@ static int mutex_release(void *m, const struct plk_mutex_ops *ops, struct held *
 /* Take @m, after a wait that ended in park state @st. */
 static int mutex_take(proxylock_mutex_t *m, struct plk_thread *me, uint32_t st)
 {
-	int err;
-
 	if (st == PLK_PARK_HANDED)
 		return 0;  /* moved to m's queue, then handed m by its unlock */
 	if (st == PLK_PARK_OWNERDEAD)
 		return EOWNERDEAD;  /* moved to m's queue, then took it from a dead owner */
-	if (st == PLK_PARK_WOKEN && me->requeued) {
-		rcu_read_lock();
-		err = plk_mutex_lock_requeued(m, me);
-		plk_rcu_unlock();
-		return err;
-	}
+	if (st == PLK_PARK_WOKEN && me->requeued)
+		return plk_mutex_lock_requeued(m, me);
 	return plk_mutex_lock_fast(m) ? 0 : plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
 }
 
@@ -284,24 +278,51 @@ struct cond_wait {
 	struct held held;
 };
 
-/* Cleanup handler of a cancelled wait: leave our queue, retake the mutex. */
+/*
+ * A cancelled waiter that a signal had already taken off the condvar
+ * must not consume it (POSIX): pass it on to the first waiter still
+ * queued on @c, woken (never moved: a wake is always correct, and a
+ * spurious one is allowed).  Only the bucket table is touched unless
+ * such a waiter exists; then @c is in use and may be written, so a
+ * condvar destroyed (and its memory reused) after a broadcast that woke
+ * us is never touched.
+ */
+static void cond_pass_on(proxylock_cond_t *c)
+{
+	struct plk_bucket *b = plk_waitq_lock(cond_key(c));
+	struct plk_thread *t = plk_waitq_first(b, cond_key(c));
+
+	if (t) {
+		plk_waitq_dequeue(t);
+		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+		plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
+	}
+	plk_waitq_unlock(b);
+	if (t)
+		plk_waitq_unpark(t);
+}
+
+/* Cleanup handler of a cancelled wait: leave our queue, retake the mutex,
+ * and pass on a signal we were taken off by. */
 static void cond_wait_cancelled(void *arg)
 {
 	struct cond_wait *w = arg;
+	bool signalled = true;
 	uint32_t st;
 
 	if (cond_leave(w->c, w->me)) {
 		st = PLK_PARK_WAITING;  /* still on the condvar: just left it */
+		signalled = false;
 	} else if (!w->ops && plk_blocked_mutex(w->me) == w->m) {
-		tsan_internal_begin(w->c);
-		rcu_read_lock();  /* moved onto the mutex: leave its queue too */
+		tsan_internal_begin(w->c);  /* moved onto the mutex: leave its queue too */
 		st = plk_mutex_abandon_wait(w->m, w->me) ? PLK_PARK_HANDED : PLK_PARK_WAITING;
-		plk_rcu_unlock();
 		tsan_internal_end(w->c);
 	} else {
 		st = park_until_taken(w->me);  /* taken off by a signal or an unlock */
 	}
 	mutex_retake(w->m, w->ops, w->me, st, &w->held);
+	if (signalled)
+		cond_pass_on(w->c);
 }
 
 /* Park once, cancellable (see the top). */
@@ -332,20 +353,19 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 	for (;;) {
 		struct timespec slice;
 		const struct timespec *until = abstime;
+		clockid_t park_clock = clock;
 
 		/* Moved onto a proxylock's queue: watch its owner, as its
 		 * own waiters do (mutex.c). */
 		if (!w->ops && __atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE))
-			until = plk_mutex_sleep_until(w->m, checks, clock, abstime, &slice);
-		st = cond_park(w->me, clock, until, &timedout);
+			until = plk_mutex_sleep_until(w->m, checks, &park_clock, abstime, &slice);
+		st = cond_park(w->me, park_clock, until, &timedout);
 		if (st != PLK_PARK_WAITING || (timedout && until == abstime))
 			return st;
 		if (!timedout)
 			continue;
 		checks++;
-		rcu_read_lock();
 		err = plk_mutex_owner_check(w->m, w->me);
-		plk_rcu_unlock();
 		if (err == EOWNERDEAD)
 			return PLK_PARK_OWNERDEAD;
 	}
@@ -390,10 +410,8 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	if (!ops && !plk_owned_by_self(plk_word(m), plk_tid()))
 		return EPERM;
 	tsan_internal_begin(c);
-	rcu_read_lock();
 	me = plk_thread_self();
 	if (!me) {
-		plk_rcu_unlock();
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
@@ -405,7 +423,6 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	me->requeued = 0;
 	plk_waitq_enqueue(b, me, cond_key(c), false);
 	plk_waitq_unlock(b);
-	plk_rcu_unlock();
 	tsan_internal_end(c);
 
 	w.me = me;
@@ -430,7 +447,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 
 /* --- waking ---------------------------------------------------------- */
 
-/* Wake one or every waiter of @c, in batches.  Under rcu_read_lock(). */
+/* Wake one or every waiter of @c, in batches. */
 static void wake_queued(proxylock_cond_t *c, bool all)
 {
 	struct plk_thread *batch[WAKE_BATCH], *t;
@@ -453,47 +470,52 @@ static void wake_queued(proxylock_cond_t *c, bool all)
 
 /*
  * Make sure @m's word shows PLK_WAITERS before anyone is moved onto its
- * queue (M1), unless it is free.  Under @m's bucket lock.  Returns the
- * word: 0 means free.
+ * queue (M1), unless it is free or unusable (destroyed, not recoverable:
+ * nobody will unlock it, so its waiters are woken instead, and their
+ * retake reports why).  Under @m's bucket lock.  Returns true if waiters
+ * may be moved.
  */
-static uint32_t mutex_mark_waiters(proxylock_mutex_t *m)
+static bool mutex_mark_waiters(proxylock_mutex_t *m)
 {
 	for (;;) {
 		uint32_t w = plk_word(m);
 
-		if (w == 0 || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS))
-			return w;
+		if (w == 0 || plk_word_reserved(w))
+			return false;
+		if ((w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS))
+			return true;
 	}
 }
 
+/* What move_to_mutex did. */
+enum { MOVE_RETRY, MOVE_DONE, MOVE_WAKE };
+
 /*
  * Move one or every waiter of @c onto proxylock @m's queue (see the top).
- * Returns false if @c's waiters no longer use @m (then nothing was done).
- * Under rcu_read_lock().
+ * MOVE_RETRY: @c's waiters no longer use @m; MOVE_WAKE: @m is unusable,
+ * so nothing was moved and they are to be woken.
  */
-static bool move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
+static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 {
 	struct plk_thread *t, *wake = NULL, *owner = NULL;
 	proxylock_mutex_t *next = NULL;
 	struct plk_bucket *bc, *bm;
-	bool moved = false, changed = false;
+	bool moved = false, changed = false, held;
 	uint64_t now = plk_now_ns();
-	uint32_t w;
+	int ret = MOVE_DONE;
 
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m) {
-		if (bc != bm)
-			plk_waitq_unlock(bc);
-		plk_waitq_unlock(bm);
-		return false;
+		ret = MOVE_RETRY;
+	} else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0) {
+		ret = MOVE_WAKE;
 	}
-	w = mutex_mark_waiters(m);
-	while ((t = plk_waitq_first(bc, cond_key(c)))) {
+	while (ret == MOVE_DONE && (t = plk_waitq_first(bc, cond_key(c)))) {
 		plk_waitq_dequeue(t);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&t->requeued, 1, __ATOMIC_RELEASE);  /* its sleep reads it */
 		t->enq_ns = now;
-		if (w == 0 && !wake) {
+		if (!held && !wake) {
 			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
 			wake = t;
 		} else {
@@ -518,22 +540,25 @@ static bool move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 		plk_donate_propagate(owner, next);
 	if (wake)
 		plk_waitq_unpark(wake);
-	return true;
+	return ret;
 }
 
 void plk_cond_wake(proxylock_cond_t *c, bool all)
 {
 	uintptr_t mu;
+	int moved = MOVE_WAKE;
 
 	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
 		return;
 	tsan_internal_begin(c);
-	rcu_read_lock();
-	do
+	for (;;) {
 		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);
-	while (mu && !(mu & MUTEX_IS_GLIBC) && !move_to_mutex(c, (proxylock_mutex_t *)mu, all));
-	if (!mu || (mu & MUTEX_IS_GLIBC))
+		if (!mu || (mu & MUTEX_IS_GLIBC))
+			break;
+		if ((moved = move_to_mutex(c, (proxylock_mutex_t *)mu, all)) != MOVE_RETRY)
+			break;
+	}
+	if (moved == MOVE_WAKE)
 		wake_queued(c, all);
-	plk_rcu_unlock();
 	tsan_internal_end(c);
 }

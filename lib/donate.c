@@ -390,14 +390,13 @@ bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
 		lend_add(&lend, &t->eff, kinds);
 		plk_ilock_unlock(&t->lock);
 	}
-	o = plk_thread_get(plk_owner_tid(w));
+	o = plk_thread_lock_tid(plk_owner_tid(w), true);
 	if (!o)
 		return false;
-	plk_ilock_lock(&o->lock);
 	changed = held_set(o, m, &lend);
-	plk_ilock_unlock(&o->lock);
 	*owner = o;
 	*next = plk_blocked_mutex(o);
+	plk_thread_unlock(o);
 	return changed;
 }
 
@@ -432,21 +431,29 @@ void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m)
 	plk_ilock_unlock(&self->lock);
 }
 
+void plk_donate_withdraw_tid(pid_t tid, const proxylock_mutex_t *m)
+{
+	struct plk_lend none = { .kinds = 0 };
+	struct plk_thread *t = plk_thread_lock_tid(tid, false);
+
+	if (!t)
+		return;
+	held_set(t, m, &none);
+	plk_thread_unlock(t);
+}
+
 /* --- the application sets its own context ---------------------------- */
 
 bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)
 {
-	struct plk_thread *t;
-	bool lent = false;
+	struct plk_thread *t = plk_thread_lock_tid(tid, false);
+	bool lent;
 
-	rcu_read_lock();
-	if ((t = plk_thread_find(tid))) {
-		plk_ilock_lock(&t->lock);
-		if ((lent = t->nheld > 0))
-			*out = t->base;
-		plk_ilock_unlock(&t->lock);
-	}
-	plk_rcu_unlock();
+	if (!t)
+		return false;
+	if ((lent = t->nheld > 0))
+		*out = t->base;
+	plk_thread_unlock(t);
 	return lent;
 }
 
@@ -474,15 +481,17 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	struct plk_thread *t;
 	bool ok;
 
-	rcu_read_lock();
-	t = tid_is_ours(tid) ? plk_thread_get(tid) : NULL;
-	if (!t) {
-		plk_rcu_unlock();
+	/* Our own record is adopted (the common case: a thread setting its
+	 * own context); another thread's, if created here, is recycled at
+	 * the unlock below unless something is lent to it by then. */
+	if ((uint32_t)tid == plk_tid() && (t = plk_thread_self()))
+		plk_ilock_lock(&t->lock);
+	else
+		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, true) : NULL;
+	if (!t)
 		return set(arg);
-	}
 	/* Under the record's lock no donation can slip in between the
 	 * application's call and our adopting what it set. */
-	plk_ilock_lock(&t->lock);
 	ok = set(arg);
 	if (ok && t->nheld > 0 && plk_sched_read(tid, &now) == 0) {
 		base_adopt(&t->base, &now, fields);
@@ -490,7 +499,6 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		t->eff = now;
 		recompute(t, NULL);  /* lend again on top of the new base */
 	}
-	plk_ilock_unlock(&t->lock);
-	plk_rcu_unlock();
+	plk_thread_unlock(t);
 	return ok;
 }

@@ -49,6 +49,14 @@ PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
 
+/**
+ * plk_donate_withdraw_tid - @m no longer lends to thread @tid, which is
+ * not the caller (a foreign unlock, an owner that exited): drop its entry
+ * and restore it, if it has a record.  Any locks may be held but @tid's
+ * record lock (it is taken innermost).
+ */
+PLK_HIDDEN void plk_donate_withdraw_tid(pid_t tid, const proxylock_mutex_t *m);
+
 /* Parts of a context an application's scheduler call sets. */
 enum {
 	PLK_FIELD_CPUS = 1, PLK_FIELD_NICE = 2, PLK_FIELD_POLICY = 4,  /* policy and RT priority */

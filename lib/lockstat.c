@@ -6,7 +6,11 @@
  * then every mutex and condvar the interposer sees gets an entry in a
  * cds_lfht keyed by address, found lock-free under urcu-bp and never
  * freed (a destroyed lock's address may come back as another lock; its
- * counts simply go on, as in mutrace).  Counters are relaxed atomics.
+ * counts simply go on, as in mutrace).  No read-side section here waits
+ * for anything (liburcu's rule: fork's prepare handler holds every
+ * bucket lock while it waits for a grace period): entries are allocated
+ * outside it, and the donation engine, which reports from under a bucket
+ * lock, only looks entries up.  Counters are relaxed atomics.
  * The donation engine reports, per lock, which kinds a donation through
  * it changed in the kernel (plk_lockstat_lent).  At exit the most
  * contended mutexes are printed to stderr, below a header line that
@@ -26,7 +30,6 @@
 #include "config.h"
 #include "lockstat.h"
 #include "proxylock.h"
-#include "registry.h"
 
 #define REPORT_ROWS 10
 
@@ -61,23 +64,41 @@ static unsigned long addr_hash(const void *addr)
 	return (unsigned long)((uintptr_t)addr >> 3) * 0x9E3779B97F4A7C15ull;
 }
 
-/* Find or create @addr's entry.  Under rcu_read_lock().  NULL if out of memory. */
-static struct lockstat *entry_of(const void *addr, int is_cond)
+/* @addr's entry, or NULL.  Under rcu_read_lock(); entries are never freed. */
+static struct lockstat *entry_find(const void *addr)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
-	struct lockstat *e;
 
 	cds_lfht_lookup(table, addr_hash(addr), addr_match, addr, &it);
-	if ((n = cds_lfht_iter_get_node(&it)))
-		return caa_container_of(n, struct lockstat, node);
+	n = cds_lfht_iter_get_node(&it);
+	return n ? caa_container_of(n, struct lockstat, node) : NULL;
+}
+
+/*
+ * Find or create @addr's entry; NULL if out of memory.  Not under
+ * rcu_read_lock(): the allocator may take locks (and with the interposer,
+ * proxylocks), which no read-side section may wait for.
+ */
+static struct lockstat *entry_of(const void *addr, int is_cond)
+{
+	struct cds_lfht_node *n;
+	struct lockstat *e;
+
+	rcu_read_lock();
+	e = entry_find(addr);
+	rcu_read_unlock();
+	if (e)
+		return e;
 	if (!(e = calloc(1, sizeof(*e))))
 		return NULL;
 	e->addr = addr;
 	e->is_cond = is_cond;
+	rcu_read_lock();
 	n = cds_lfht_add_unique(table, addr_hash(addr), addr_match, addr, &e->node);
+	rcu_read_unlock();
 	if (n != &e->node)
-		free(e);  /* someone else added it first */
+		free(e);  /* someone else added it first; never published */
 	return caa_container_of(n, struct lockstat, node);
 }
 
@@ -90,7 +111,6 @@ void plk_lockstat_mutex(const void *m, bool contended, uint64_t wait_ns)
 {
 	struct lockstat *e;
 
-	rcu_read_lock();
 	if ((e = entry_of(m, 0))) {
 		add(&e->uses, 1);
 		if (contended) {
@@ -104,17 +124,14 @@ void plk_lockstat_mutex(const void *m, bool contended, uint64_t wait_ns)
 				;
 		}
 	}
-	plk_rcu_unlock();
 }
 
 void plk_lockstat_cond(const void *c)
 {
 	struct lockstat *e;
 
-	rcu_read_lock();
 	if ((e = entry_of(c, 1)))
 		add(&e->uses, 1);
-	plk_rcu_unlock();
 }
 
 void plk_lockstat_lent(const void *lock, unsigned kinds)
@@ -123,14 +140,14 @@ void plk_lockstat_lent(const void *lock, unsigned kinds)
 
 	if (!plk_lockstat_on)
 		return;
-	rcu_read_lock();  /* nests: the engine's callers hold it already */
-	if ((e = entry_of(lock, 0))) {
+	rcu_read_lock();
+	if ((e = entry_find(lock))) {  /* made when the lock was first taken */
 		add(&e->donations, 1);
 		for (int k = 0; k < 4; k++)
 			if (kinds & (1u << k))
 				add(&e->lent[k], 1);
 	}
-	plk_rcu_unlock();
+	rcu_read_unlock();
 }
 
 void plk_lockstat_dead(const void *lock, pid_t tid, bool robust)
@@ -207,42 +224,77 @@ static void print_rows(struct lockstat **rows, size_t n)
 	}
 }
 
-static void report(void)
+/* Up to @cap mutex entries into @rows (NULL: none); counts in *@nrows,
+ * *@ncond, *@ncontended.  The read-side section holds no wait. */
+static void collect(struct lockstat **rows, size_t cap, size_t *nrows, size_t *ncond,
+                    size_t *ncontended)
 {
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;
-	struct lockstat **rows = NULL;
-	size_t nrows = 0, cap = 0, ncond = 0, ncontended = 0;
-	char kinds[64];
 
+	*nrows = *ncond = *ncontended = 0;
 	rcu_read_lock();
 	for (cds_lfht_first(table, &it); (n = cds_lfht_iter_get_node(&it)); cds_lfht_next(table, &it)) {
 		struct lockstat *e = caa_container_of(n, struct lockstat, node);
 
 		if (e->is_cond) {
-			ncond++;
+			++*ncond;
 			continue;
 		}
-		ncontended += e->contended > 0;
-		if (nrows == cap) {
-			struct lockstat **r = realloc(rows, (cap = cap ? 2 * cap : 64) * sizeof(*rows));
-
-			if (!r)
-				break;
-			rows = r;
-		}
-		rows[nrows++] = e;
+		*ncontended += e->contended > 0;
+		if (rows && *nrows < cap)
+			rows[*nrows] = e;
+		++*nrows;
 	}
+	rcu_read_unlock();
+}
+
+static void report(void)
+{
+	struct lockstat **rows;
+	size_t cap, nrows, ncond, ncontended;
+	char kinds[64];
+
+	collect(NULL, 0, &cap, &ncond, &ncontended);
+	cap += 64;  /* entries added meanwhile are left out */
+	rows = calloc(cap, sizeof(*rows));
+	collect(rows, cap, &nrows, &ncond, &ncontended);
 	kinds_name(proxylock_donate_kinds(), kinds, sizeof(kinds));
 	dprintf(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
 	        "%zu mutexes contended; lending %s\n", nrows, ncond, ncontended, kinds);
 	if (rows) {
+		nrows = nrows < cap ? nrows : cap;
 		qsort(rows, nrows, sizeof(*rows), by_contention);
 		print_rows(rows, nrows);
 	}
 	print_dead();
-	plk_rcu_unlock();
 	free(rows);
+}
+
+/* Fork: urcu-bp and call_rcu need telling, but only once the table (the
+ * one user of liburcu) exists; plk_lockstat_on never goes back to false. */
+void plk_lockstat_fork_prepare(void)
+{
+	if (__atomic_load_n(&plk_lockstat_on, __ATOMIC_ACQUIRE)) {
+		call_rcu_before_fork();
+		urcu_bp_before_fork();
+	}
+}
+
+void plk_lockstat_fork_parent(void)
+{
+	if (plk_lockstat_on) {
+		urcu_bp_after_fork_parent();
+		call_rcu_after_fork_parent();
+	}
+}
+
+void plk_lockstat_fork_child(void)
+{
+	if (plk_lockstat_on) {
+		urcu_bp_after_fork_child();
+		call_rcu_after_fork_child();
+	}
 }
 
 void plk_lockstat_enable(void)

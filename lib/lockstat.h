@@ -38,4 +38,12 @@ PLK_HIDDEN void plk_lockstat_lent(const void *lock, unsigned kinds);
  */
 PLK_HIDDEN void plk_lockstat_dead(const void *lock, pid_t tid, bool robust);
 
+/**
+ * plk_lockstat_fork_prepare/parent/child - pthread_atfork hooks: while
+ * counting, liburcu's before/after-fork calls (urcu-bp, call_rcu).
+ */
+PLK_HIDDEN void plk_lockstat_fork_prepare(void);
+PLK_HIDDEN void plk_lockstat_fork_parent(void);
+PLK_HIDDEN void plk_lockstat_fork_child(void);
+
 #endif /* PLK_LOCKSTAT_H */

@@ -216,29 +216,57 @@ static int relock(proxylock_mutex_t *m)
 	}
 }
 
+/* One step of an owner chain: lock @m's word named @owner, a thread
+ * whose record @t was, at queue-change count @seq, waiting on @on. */
+struct chain_step {
+	const proxylock_mutex_t *m;
+	pid_t owner;
+	struct plk_thread *t;
+	void *on;
+	uint32_t seq;
+};
+
+/* Read one step at @m; returns the next lock (NULL: the chain ends). */
+static const proxylock_mutex_t *chain_read(const proxylock_mutex_t *m, struct chain_step *s)
+{
+	s->m = m;
+	s->owner = plk_owner_tid(plk_word(m));
+	s->t = s->owner ? plk_thread_find(s->owner) : NULL;
+	if (!s->t)
+		return NULL;
+	s->on = plk_waitq_snapshot(s->t, &s->seq);
+	if (__atomic_load_n(&s->t->tid, __ATOMIC_RELAXED) != s->owner)
+		return NULL;  /* recycled for another thread since the lookup */
+	return ((uintptr_t)s->on & PLK_COND_TAG) ? NULL : s->on;
+}
+
 /*
  * Would waiting on @m close a cycle of owners waiting on each other?
- * Lock-free reads: a real deadlock is stable, so it is always seen; a
- * transient false chain can only make an ERRORCHECK lock report EDEADLK
- * for a cycle that existed at some instant.
+ * EDEADLK must mean a cycle that existed at one instant, and the chain
+ * is read without locks, so it is read twice, in the same order: owner
+ * of m, what that owner waits on, owner of that lock, and so on, back to
+ * us.  If the second reading equals the first, with every waiter's queue
+ * count unchanged, then at the instant between the two readings each
+ * waiter was queued on its lock without interruption (its count would
+ * have moved), and each lock was held by the next waiter, which could
+ * not have released it while queued (nor been handed a lock it was not
+ * queued on).  A real deadlock is stable, so it is always seen.
  */
 static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 {
-	pid_t tid = plk_owner_tid(plk_word(m));
+	struct chain_step steps[PROXYLOCK_CHAIN_MAX], again;
+	const proxylock_mutex_t *l = m;
+	int n;
 
-	for (int depth = 0; depth < PROXYLOCK_CHAIN_MAX && tid; depth++) {
-		struct plk_thread *t;
-		proxylock_mutex_t *next;
-
-		if ((uint32_t)tid == self)
-			return true;
-		t = plk_thread_find(tid);
-		next = t ? plk_blocked_mutex(t) : NULL;
-		if (!next)
+	for (n = 0; plk_owner_tid(plk_word(l)) != (pid_t)self; n++)
+		if (n == PROXYLOCK_CHAIN_MAX || !(l = chain_read(l, &steps[n])))
 			return false;
-		tid = plk_owner_tid(plk_word(next));
-	}
-	return false;
+	/* The lock that comes back to us stays ours: only we can release it. */
+	for (int i = 0; i < n; i++)
+		if (chain_read(steps[i].m, &again) != steps[i].on || again.owner != steps[i].owner ||
+		    again.t != steps[i].t || again.seq != steps[i].seq)
+			return false;
+	return n > 0;
 }
 
 /*
@@ -252,7 +280,8 @@ static int unusable(const proxylock_mutex_t *m, uint32_t w)
 		return EINVAL;
 	if (!plk_word_reserved(w))
 		return 0;
-	return (m->__flags & PLK_ROBUST) && w == PLK_TID_NOTRECOVERABLE ? ENOTRECOVERABLE : EINVAL;
+	return (m->__flags & PLK_ROBUST) && (w & PLK_TID_MASK) == PLK_TID_NOTRECOVERABLE ?
+	       ENOTRECOVERABLE : EINVAL;
 }
 
 /* --- owners that exited holding the lock ----------------------------- */
@@ -274,10 +303,12 @@ static uint64_t liveness_slice(const proxylock_mutex_t *m, int checks)
 }
 
 const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                             clockid_t clock, const struct timespec *abstime,
+                                             clockid_t *clock, const struct timespec *abstime,
                                              struct timespec *slice)
 {
-	return plk_deadline_within(clock, liveness_slice(m, checks), abstime, slice);
+	if (!abstime)
+		*clock = CLOCK_MONOTONIC;  /* no deadline: slices immune to clock steps */
+	return plk_deadline_within(*clock, liveness_slice(m, checks), abstime, slice);
 }
 
 /* The owner word @w names, if it has exited; else 0. */
@@ -342,15 +373,12 @@ static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w
  */
 static int dead_done(proxylock_mutex_t *m, pid_t dead, int what)
 {
-	struct plk_thread *t;
-
 	if (what == DEAD_STALE)
 		return -1;
 	report_dead(m, dead, what == DEAD_TAKEN);
 	if (what != DEAD_TAKEN)
 		return -1;
-	if ((t = plk_thread_find(dead)))
-		plk_donate_withdraw(t, m);
+	plk_donate_withdraw_tid(dead, m);
 	return EOWNERDEAD;
 }
 
@@ -406,46 +434,69 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 }
 
 /*
- * Our wait on @m timed out.  Leave the queue (unless the lock was handed
- * to us meanwhile), withdraw our donation, and keep M1: if the queue is
- * now empty clear PLK_WAITERS; if we had been woken, pass that on.
+ * Our wait on @m ended without the lock (deadline, or a cancelled
+ * condvar wait): leave.  Returns 0 if @m turned out to be ours (handed
+ * to us, or free and taken), else ETIMEDOUT (or why @m is unusable).
+ *
+ * If an unlock took us off the queue and woke us (park WOKEN) before we
+ * got here, the duty of the woken waiter (M1) is ours: the word may be 0
+ * with others still queued, or held by a barger that will unlock on the
+ * fast path.  So we do not leave until one of these holds, each read
+ * under the bucket, where only a fast-path CAS can still change the
+ * word: we took @m; the queue is empty (then PLK_WAITERS is cleared, and
+ * what we lent withdrawn); or the word is held with PLK_WAITERS set, so
+ * its unlock takes the slow path and wakes the next waiter.
  */
 static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
 {
 	struct plk_thread *owner = NULL;
 	proxylock_mutex_t *next = NULL;
 	struct plk_bucket *b = plk_waitq_lock(m);
-	bool changed = false, more;
+	bool changed = false;
 	uint32_t w;
+	int err = ETIMEDOUT;
 
 	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
 		plk_waitq_unlock(b);
 		return 0;
 	}
-	if (__atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
 		plk_waitq_dequeue(me);
-	if (acquire_locked(b, m, self)) {
-		plk_waitq_unlock(b);
-		return 0;
-	}
-	more = plk_waitq_first(b, m) != NULL;
-	w = plk_word(m);
-	if (more && !(w & PLK_WAITERS) && w != 0 && plk_cas_word(m, w, w | PLK_WAITERS))
-		w |= PLK_WAITERS;
-	if (w & PLK_WAITERS) {
-		changed = plk_donate_update(b, m, &owner, &next);
-		if (!more)
-			plk_cas_word(m, w, w & ~PLK_WAITERS);
+	for (;;) {
+		bool more = plk_waitq_first(b, m) != NULL;
+
+		w = plk_word(m);
+		if (w == 0) {
+			if (acquire_locked(b, m, self)) {
+				err = 0;
+				break;
+			}
+			continue;  /* a barger took it: look again */
+		}
+		if (plk_word_reserved(w)) {
+			err = unusable(m, w);  /* its waiters were all woken */
+			break;
+		}
+		if (!more || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS)) {
+			/* Held, and (if anyone is queued) PLK_WAITERS set: what
+			 * we lent comes off the owner; with nobody queued the
+			 * owner's entry goes and PLK_WAITERS is cleared, a CAS
+			 * that cannot fail while we hold the bucket (M2). */
+			if ((w & PLK_WAITERS) || more)
+				changed = plk_donate_update(b, m, &owner, &next);
+			if (!more && (w & PLK_WAITERS))
+				plk_cas_word(m, w, w & ~PLK_WAITERS);
+			break;
+		}
 	}
 	plk_waitq_unlock(b);
 	if (changed && next)
 		plk_donate_propagate(owner, next);
-	return ETIMEDOUT;
+	return err;
 }
 
 /*
- * Queue and sleep until @m is ours.  Called under rcu_read_lock(), which
- * is dropped while parked.  @woken: we were queued on @m before and have
+ * Queue and sleep until @m is ours.  @woken: we were queued on @m before and have
  * been woken (M3: re-queue at the head, keep enq_ns).  Returns 0,
  * ETIMEDOUT or EDEADLK.
  */
@@ -503,25 +554,22 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		if (changed && next)
 			plk_donate_propagate(owner, next);
 
-		plk_rcu_unlock();
 		plk_stat_inc(sleeps);
 		for (;;) {
 			struct timespec slice;
+			clockid_t park_clock = clock;
 			const struct timespec *until =
-				plk_mutex_sleep_until(m, checks, clock, abstime, &slice);
+				plk_mutex_sleep_until(m, checks, &park_clock, abstime, &slice);
 
-			st = plk_waitq_park(me, clock, until, &timedout);
+			st = plk_waitq_park(me, park_clock, until, &timedout);
 			if (st != PLK_PARK_WAITING || (timedout && until == abstime))
 				break;
 			if (!timedout)
 				continue;  /* spurious */
 			checks++;
-			rcu_read_lock();
 			if ((err = plk_mutex_owner_check(m, me)) >= 0)
 				return err;
-			plk_rcu_unlock();
 		}
-		rcu_read_lock();
 		if (st == PLK_PARK_HANDED)
 			return 0;
 		if (st == PLK_PARK_WAITING)
@@ -555,11 +603,9 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 	plk_stat_inc(contended);
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
-	rcu_read_lock();
 	me = plk_thread_self();
 	err = me ? lock_block(m, me, self, clock, abstime, false)
 	         : lock_yielding(m, self, clock, abstime);
-	plk_rcu_unlock();
 	if (err == 0)
 		PLK_PROBE3(acquired, m, self, plk_now_ns() - t0);
 	return err;
@@ -625,12 +671,10 @@ static int trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
 
 	if (!dead)
 		return EBUSY;
-	rcu_read_lock();
 	b = plk_waitq_lock(m);
 	what = take_from_dead(b, m, plk_word(m), self, NULL, dead);  /* m is robust */
 	plk_waitq_unlock(b);
 	what = dead_done(m, dead, what);
-	plk_rcu_unlock();
 	return what == EOWNERDEAD ? EOWNERDEAD : EBUSY;
 }
 
@@ -697,16 +741,22 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
 /* --- unlock ---------------------------------------------------------- */
 
 /*
- * Release @m, which has waiters, as @me: hand off or release, wake
- * exactly one waiter, and only then withdraw what we were lent (I3), so
- * the rest of the unlock never runs at our own, possibly starved, speed.
+ * Release @m, which has waiters: hand off or release, and wake exactly
+ * one waiter.  The owner's entry for @m goes (I1): if the owner is the
+ * caller @me, only after the wake (I3), so the rest of the unlock never
+ * runs at our own, possibly starved, speed; if it is thread @foreign
+ * (glibc's rules let a non-owner unlock), under the bucket, before
+ * anyone can take @m, so it cannot strip a later lend to a new owner.
  */
-static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
+static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t foreign)
 {
 	struct plk_bucket *b = plk_waitq_lock(m);
 	struct plk_thread *head = plk_waitq_first(b, m), *owner;
 	proxylock_mutex_t *next;
 	int handed = 0;
+
+	if (foreign)
+		foreign = plk_owner_tid(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
 
 	if (head)
 		plk_waitq_dequeue(head);
@@ -724,6 +774,8 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me)
 		if (head)
 			plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
 	}
+	if (foreign)
+		plk_donate_withdraw_tid(foreign, m);
 	plk_waitq_unlock(b);
 	PLK_PROBE4(release, m, plk_tid(), head ? head->tid : 0, handed);
 	if (head)
@@ -743,9 +795,7 @@ static int unlock_foreign(proxylock_mutex_t *m, uint32_t w)
 		return 0;  /* glibc: unlocking an unlocked NORMAL mutex succeeds */
 	if (!(w & PLK_WAITERS))
 		return plk_cas_word(m, w, 0) ? 0 : -1;
-	rcu_read_lock();
-	unlock_wake(m, plk_thread_find(plk_owner_tid(w)));
-	plk_rcu_unlock();
+	unlock_wake(m, NULL, plk_owner_tid(w));
 	return 0;
 }
 
@@ -760,7 +810,6 @@ static void make_unrecoverable(proxylock_mutex_t *m)
 	bool first = true;
 	int n;
 
-	rcu_read_lock();
 	do {
 		struct plk_bucket *b = plk_waitq_lock(m);
 
@@ -778,7 +827,6 @@ static void make_unrecoverable(proxylock_mutex_t *m)
 	} while (n == 32);
 	if ((t = plk_thread_self()))
 		plk_donate_withdraw(t, m);
-	plk_rcu_unlock();
 }
 
 /* Out of line, so the fast paths stay a few instructions long. */
@@ -813,9 +861,7 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 		                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			return 0;
 	}
-	rcu_read_lock();
-	unlock_wake(m, plk_thread_self());
-	plk_rcu_unlock();
+	unlock_wake(m, plk_thread_self(), 0);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "futex.h"
 #include "proxylock.h"
 #include "registry.h"
+#include "tsan.h"
 
 #define PLK_WAITERS 0x80000000u     /* FUTEX_WAITERS */
 #define PLK_OWNER_DIED 0x40000000u  /* FUTEX_OWNER_DIED: robust, inconsistent */
@@ -65,8 +66,9 @@ static inline int plk_type(const proxylock_mutex_t *m)
 }
 
 /**
- * plk_owner_tid - the live TID owning a word: in a fork child, the
- * forking thread's pre-fork TID names that thread under its new TID.
+ * plk_owner_tid - the live TID owning a word: in a fork child, a TID the
+ * forking thread had before any of the forks that led here names that
+ * thread under its new TID (registry.h: fork aliases).
  */
 static inline pid_t plk_owner_tid(uint32_t w)
 {
@@ -74,7 +76,7 @@ static inline pid_t plk_owner_tid(uint32_t w)
 
 	if (tid >= PLK_TID_RESERVED)
 		return 0;
-	if (__builtin_expect(tid != 0 && tid == plk_prefork_tid(), 0))
+	if (plk_fork_alias(tid))
 		return (pid_t)plk_forked_tid();
 	return (pid_t)tid;
 }
@@ -84,7 +86,7 @@ static inline bool plk_owned_by_self(uint32_t w, uint32_t self)
 {
 	uint32_t tid = w & PLK_TID_MASK;
 
-	return tid == self || (tid != 0 && tid == plk_prefork_tid() && self == plk_forked_tid());
+	return tid == self || (plk_fork_alias(tid) && self == plk_forked_tid());
 }
 
 /*
@@ -176,7 +178,7 @@ PLK_HIDDEN int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax);
 /**
  * plk_mutex_lock_requeued - take @m after being woken (PLK_PARK_WOKEN)
  * off @m's queue onto which a condvar moved us: as a woken waiter, at
- * the head (M3).  Under rcu_read_lock(), @me the caller's record.
+ * the head (M3).  @me is the caller's record.
  */
 PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);
 
@@ -184,18 +186,20 @@ PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *
  * plk_mutex_abandon_wait - stop waiting on @m, on whose queue a condvar
  * moved @me (its wait was cancelled): leave the queue keeping M1 and move
  * what we lent.  Returns true if @m turned out to be ours (handed to us,
- * or free and taken).  Under rcu_read_lock().
+ * or free and taken).
  */
 PLK_HIDDEN bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me);
 
 /**
  * plk_mutex_sleep_until - when a waiter asleep on @m's queue next wakes:
- * at @abstime (on @clock; NULL: never) or at the end of its @checks-th
- * liveness slice (filled in *@slice), whichever comes first.  Between
- * slices it asks whether the owner still exists (mutex.c).
+ * at @abstime (on *@clock; NULL: never) or at the end of its @checks-th
+ * liveness slice (filled in *@slice), whichever comes first.  With no
+ * @abstime the slice is timed on CLOCK_MONOTONIC, stored in *@clock, so
+ * that a step of the wall clock cannot stretch it.  Between slices the
+ * waiter asks whether the owner still exists (mutex.c).
  */
 PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                                        clockid_t clock,
+                                                        clockid_t *clock,
                                                         const struct timespec *abstime,
                                                         struct timespec *slice);
 
@@ -203,7 +207,7 @@ PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t 
  * plk_mutex_owner_check - a liveness slice of @me, asleep on @m's queue,
  * ended: if @m's owner has exited, say so (stats, probe) and, for a
  * robust @m, take it: EOWNERDEAD, @me off the queue and owning @m.  Else
- * -1: sleep on.  Under rcu_read_lock().
+ * -1: sleep on.
  */
 PLK_HIDDEN int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
 

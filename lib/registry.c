@@ -1,40 +1,62 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * registry.c - thread records in a cds_lfht keyed by TID (see registry.h).
+ * registry.c - thread records, found by TID (see registry.h).
  *
- * Lifetime of a record:
- *   created  - by plk_thread_get() (a waiter naming an owner) or
- *              plk_thread_self(); published with cds_lfht_add_unique, so
- *              two threads racing to create one agree on a single record;
+ * Table: TIDs are below PID_MAX_LIMIT (2^22), so a two-level array maps
+ * them: 1024 page pointers, each page 4096 record pointers, mmap'd on
+ * first use and never unmapped.  A lookup is two acquire loads; a slot
+ * goes NULL -> record and record -> NULL by CAS.  Nothing here waits for
+ * readers, so there is no read-side section to span a wait, no grace
+ * period and no helper thread.
+ *
+ * Records: carved from mmap'd slabs, never returned to the system, so a
+ * pointer found once stays dereferenceable.  Lifetime:
+ *   created  - by plk_thread_lock_tid() (a waiter naming an owner) or
+ *              plk_thread_self(); published by CAS into its slot, so two
+ *              threads racing to create one agree on a single record;
  *   adopted  - by its own thread in plk_thread_self(), which stores it
  *              in a pthread key;
- *   unlinked - by the key's destructor at thread exit (cds_lfht_del);
- *   freed    - by call_rcu once every reader that could see it is done.
- * A record is never freed while its thread is blocked: a blocked thread
- * has not exited.  Records of threads that never adopted theirs (an owner
- * that exited without entering a slow path) stay until fork or exit.
+ *   retired  - by the key's destructor at thread exit, or by
+ *              plk_thread_unlock() once a record created on behalf of a
+ *              thread that never adopted it has nothing lent to it:
+ *              under its lock, the slot is cleared and tid becomes 0;
+ *   recycled - popped off the free list for another TID, under its lock.
+ * The record's lock word is never reset while the process runs threads,
+ * so a finder holding a stale pointer can always take it and see that
+ * tid no longer matches.  A record is never retired while its thread is
+ * blocked (a blocked thread has not exited, and has adopted its record).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "registry.h"
 
+#define TID_BITS 22                    /* PID_MAX_LIMIT on 64-bit Linux */
+#define PAGE_BITS 12
+#define NPAGES (1u << (TID_BITS - PAGE_BITS))
+#define PAGE_SLOTS (1u << PAGE_BITS)
+#define SLAB_RECORDS 16
+
 __thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
 static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-exec")));
-static uint32_t prefork_tid;         /* set in the fork child only */
-static uint32_t forked_tid;
-static uint32_t forking_tid;
 
-static struct cds_lfht *table;
-int plk_tsan_grace;
+static struct plk_thread **pages[NPAGES];
+static struct plk_thread *free_list;   /* under free_lock */
+static plk_ilock_t free_lock = PLK_ILOCK_INIT;
 static pthread_key_t self_key;
-static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static bool key_ready;                 /* self_key was created */
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+/* Fork aliases (registry.h), written only by fork's child handler. */
+int plk_fork_naliases;
+static uint32_t fork_aliases[PLK_FORK_ALIASES];
+static uint32_t forked_tid, forking_tid;
 
 uint32_t plk_tid_slow(void)
 {
@@ -92,9 +114,12 @@ bool plk_thread_exited(pid_t tid)
 	return gone;
 }
 
-uint32_t plk_prefork_tid(void)
+bool plk_fork_alias_slow(uint32_t tid)
 {
-	return prefork_tid;
+	for (int i = 0; i < plk_fork_naliases; i++)
+		if (fork_aliases[i] == tid)
+			return tid != 0;
+	return false;
 }
 
 uint32_t plk_forked_tid(void)
@@ -102,33 +127,159 @@ uint32_t plk_forked_tid(void)
 	return forked_tid;
 }
 
-/* Fibonacci hashing: TIDs are dense, the multiply spreads them. */
-static unsigned long tid_hash(pid_t tid)
+/* --- the table ------------------------------------------------------- */
+
+/* @tid's slot; NULL if out of range, or (!@create) its page is not there. */
+static struct plk_thread **slot_of(pid_t tid, bool create)
 {
-	return (unsigned long)(uint32_t)tid * 0x9E3779B97F4A7C15ull;
+	uint32_t t = (uint32_t)tid;
+	struct plk_thread **page, **fresh = NULL;
+
+	if (t == 0 || t >= (1u << TID_BITS))
+		return NULL;
+	/* Acquire: pairs with the release CAS below, so the page's zeroes
+	 * (mmap's) are seen before its slots are used. */
+	page = __atomic_load_n(&pages[t >> PAGE_BITS], __ATOMIC_ACQUIRE);
+	if (page || !create)
+		return page ? &page[t & (PAGE_SLOTS - 1)] : NULL;
+	fresh = mmap(NULL, PAGE_SLOTS * sizeof(*page), PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return NULL;
+	page = NULL;
+	if (!__atomic_compare_exchange_n(&pages[t >> PAGE_BITS], &page, fresh, 0,
+	                                 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		munmap(fresh, PAGE_SLOTS * sizeof(*page));  /* lost the race: use theirs */
+	else
+		page = fresh;
+	return &page[t & (PAGE_SLOTS - 1)];
 }
 
-static int tid_match(struct cds_lfht_node *node, const void *key)
+struct plk_thread *plk_thread_find(pid_t tid)
 {
-	const struct plk_thread *t = caa_container_of(node, struct plk_thread, hnode);
+	struct plk_thread **slot = slot_of(tid, false);
 
-	plk_tsan_acquire(node);
-	return t->tid == *(const pid_t *)key;
+	/* Acquire: pairs with the release CAS in publish(). */
+	return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
 }
 
-static void record_free(struct rcu_head *head)
+/* --- record memory --------------------------------------------------- */
+
+/* A free record, from the free list or a new slab; NULL if out of memory.
+ * The slab is mapped before free_lock is taken: no syscall under it. */
+static struct plk_thread *record_alloc(void)
 {
-	plk_tsan_acquire(&plk_tsan_grace);
-	free(caa_container_of(head, struct plk_thread, rcu));
+	struct plk_thread *t, *slab;
+
+	plk_ilock_lock(&free_lock);
+	if ((t = free_list))
+		free_list = t->free_next;
+	plk_ilock_unlock(&free_lock);
+	if (t)
+		return t;
+	slab = mmap(NULL, SLAB_RECORDS * sizeof(*slab), PROT_READ | PROT_WRITE,
+	            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (slab == MAP_FAILED)
+		return NULL;
+	plk_ilock_lock(&free_lock);
+	for (int i = 1; i < SLAB_RECORDS; i++) {
+		slab[i].free_next = free_list;
+		free_list = &slab[i];
+	}
+	plk_ilock_unlock(&free_lock);
+	return &slab[0];
 }
 
-static void record_unlink(struct plk_thread *t)
+static void record_free(struct plk_thread *t)
 {
-	rcu_read_lock();
-	if (cds_lfht_del(table, &t->hnode) == 0)
-		call_rcu(&t->rcu, record_free);
-	plk_rcu_unlock();
+	plk_ilock_lock(&free_lock);
+	t->free_next = free_list;
+	free_list = t;
+	plk_ilock_unlock(&free_lock);
 }
+
+/*
+ * Make free record @t @tid's and link it; @t's lock held.  Everything
+ * after the lock word is reset; the fields read without a lock are
+ * written with atomics (a stale finder may be reading them).  wait_seq
+ * only grows, so a chain walk's snapshot never matches across a recycle.
+ */
+static void record_init(struct plk_thread *t, pid_t tid)
+{
+	memset((char *)t + offsetof(struct plk_thread, adopted), 0,
+	       sizeof(*t) - offsetof(struct plk_thread, adopted));
+	CDS_INIT_LIST_HEAD(&t->wnode);
+	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->tid, tid, __ATOMIC_RELAXED);
+}
+
+/* Take @t out of the table and mark it free; @t's lock held.  The caller
+ * passes it to record_free() once the lock is dropped. */
+static void record_retire(struct plk_thread *t)
+{
+	struct plk_thread **slot = slot_of(t->tid, false), *self = t;
+
+	if (slot)
+		__atomic_compare_exchange_n(slot, &self, NULL, 0, __ATOMIC_RELAXED,
+		                            __ATOMIC_RELAXED);
+	__atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
+}
+
+/*
+ * Find or create @tid's record and lock it.  A record found may have been
+ * retired (and even recycled) between the lookup and the lock: then tid
+ * no longer matches and we look again.
+ */
+struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
+{
+	struct plk_thread **slot = slot_of(tid, create), *t, *fresh = NULL;
+
+	if (!slot)
+		return NULL;
+	for (;;) {
+		if ((t = __atomic_load_n(slot, __ATOMIC_ACQUIRE))) {
+			plk_ilock_lock(&t->lock);
+			if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) == tid)
+				break;
+			plk_ilock_unlock(&t->lock);
+			continue;
+		}
+		if (!create)
+			break;
+		if (!fresh && !(fresh = record_alloc()))
+			break;
+		plk_ilock_lock(&fresh->lock);
+		record_init(fresh, tid);
+		t = NULL;
+		/* Release: whoever finds it sees it initialised. */
+		if (__atomic_compare_exchange_n(slot, &t, fresh, 0, __ATOMIC_RELEASE,
+		                                __ATOMIC_RELAXED)) {
+			t = fresh;
+			fresh = NULL;
+			break;
+		}
+		__atomic_store_n(&fresh->tid, 0, __ATOMIC_RELAXED);
+		plk_ilock_unlock(&fresh->lock);
+	}
+	if (fresh)
+		record_free(fresh);  /* never published */
+	return t;
+}
+
+void plk_thread_unlock(struct plk_thread *t)
+{
+	bool idle = !t->adopted && t->nheld == 0 &&
+	            !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
+
+	if (idle)
+		record_retire(t);
+	plk_ilock_unlock(&t->lock);
+	if (idle)
+		record_free(t);
+}
+
+/* --- a thread's own record ------------------------------------------- */
 
 /* Key destructor: the thread is exiting and cannot be blocked on a lock. */
 static void self_destructor(void *arg)
@@ -136,49 +287,15 @@ static void self_destructor(void *arg)
 	struct plk_thread *t = arg;
 
 	tls_self = NULL;
-	record_unlink(t);
+	plk_ilock_lock(&t->lock);
+	record_retire(t);
+	plk_ilock_unlock(&t->lock);
+	record_free(t);
 }
 
-static void table_init(void)
+static void key_init(void)
 {
-	table = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
-	if (!table || pthread_key_create(&self_key, self_destructor) != 0)
-		abort();
-}
-
-struct plk_thread *plk_thread_find(pid_t tid)
-{
-	struct cds_lfht_iter iter;
-	struct cds_lfht_node *node;
-
-	pthread_once(&table_once, table_init);
-	cds_lfht_lookup(table, tid_hash(tid), tid_match, &tid, &iter);
-	node = cds_lfht_iter_get_node(&iter);
-	plk_tsan_acquire(node);
-	return node ? caa_container_of(node, struct plk_thread, hnode) : NULL;
-}
-
-struct plk_thread *plk_thread_get(pid_t tid)
-{
-	struct plk_thread *t = plk_thread_find(tid), *fresh;
-	struct cds_lfht_node *won;
-
-	if (t)
-		return t;
-	fresh = calloc(1, sizeof(*fresh));
-	if (!fresh)
-		return NULL;
-	fresh->tid = tid;
-	cds_lfht_node_init(&fresh->hnode);
-	CDS_INIT_LIST_HEAD(&fresh->wnode);
-	plk_tsan_release(&fresh->hnode);
-	won = cds_lfht_add_unique(table, tid_hash(tid), tid_match, &tid, &fresh->hnode);
-	if (won != &fresh->hnode) {
-		plk_tsan_acquire(won);
-		free(fresh);  /* never published: no grace period needed */
-		return caa_container_of(won, struct plk_thread, hnode);
-	}
-	return fresh;
+	key_ready = pthread_key_create(&self_key, self_destructor) == 0;
 }
 
 struct plk_thread *plk_thread_self(void)
@@ -187,67 +304,83 @@ struct plk_thread *plk_thread_self(void)
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
-	t = plk_thread_get((pid_t)plk_tid());
-	if (t && pthread_setspecific(self_key, t) == 0)
+	pthread_once(&key_once, key_init);
+	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), true)))
+		return NULL;
+	t->adopted = pthread_setspecific(self_key, t) == 0;
+	if (t->adopted)
 		tls_self = t;
-	return t;
+	plk_thread_unlock(t);
+	return tls_self;
 }
 
 unsigned long plk_registry_count(void)
 {
-	long before, after;
-	unsigned long count;
+	unsigned long n = 0;
 
-	pthread_once(&table_once, table_init);
-	rcu_read_lock();
-	cds_lfht_count_nodes(table, &before, &count, &after);
-	plk_rcu_unlock();
-	return count;
+	for (unsigned p = 0; p < NPAGES; p++) {
+		struct plk_thread **page = __atomic_load_n(&pages[p], __ATOMIC_ACQUIRE);
+
+		for (unsigned i = 0; page && i < PAGE_SLOTS; i++)
+			n += __atomic_load_n(&page[i], __ATOMIC_RELAXED) != NULL;
+	}
+	return n;
 }
+
+/* --- fork ------------------------------------------------------------ */
 
 void plk_registry_fork_prepare(void)
 {
 	forking_tid = plk_tid();
-	call_rcu_before_fork();
-	urcu_bp_before_fork();
+	plk_ilock_lock(&free_lock);
 }
 
 void plk_registry_fork_parent(void)
 {
-	urcu_bp_after_fork_parent();
-	call_rcu_after_fork_parent();
+	plk_ilock_unlock(&free_lock);
 }
 
 /*
- * Child: only the forking thread survives, under a new TID.  Every
- * record describes a parent thread, so all are dropped; locks the
- * forking thread held still carry its old TID (plk_prefork_tid).
+ * Child: only the forking thread survives, under a new TID.  It keeps
+ * its aliases if it was itself a fork's survivor, and gains the TID it
+ * had in the parent.  Every record describes a parent thread: all are
+ * retired, their lock words cleared (a parent thread may have held one).
  */
 void plk_registry_fork_child(void)
 {
-	struct plk_thread *me = tls_self, *t;
-	struct cds_lfht_node *node;
-	struct cds_lfht_iter iter;
+	struct plk_thread *me = tls_self;
 
 	/* The child holds no lock anyone waits for: back to its base. */
 	if (me && me->nheld)
 		plk_sched_apply(0, &me->applied, &me->base);
-	urcu_bp_after_fork_child();
-	call_rcu_after_fork_child();
-	prefork_tid = forking_tid;
+	if (forking_tid != forked_tid)
+		plk_fork_naliases = 0;  /* not the last fork's survivor: no aliases */
+	if (plk_fork_naliases == PLK_FORK_ALIASES) {
+		memmove(fork_aliases, fork_aliases + 1, sizeof(fork_aliases) - sizeof(fork_aliases[0]));
+		plk_fork_naliases--;
+	}
+	fork_aliases[plk_fork_naliases++] = forking_tid;
 	pid_cache = 0;
 	plk_tls_tid = 0;
 	forked_tid = plk_tid();
 	tls_self = NULL;
-	if (!table)
-		return;
-	pthread_setspecific(self_key, NULL);
-	rcu_read_lock();
-	/* Node by node: the _entry form computes container_of(NULL) at the end. */
-	cds_lfht_for_each(table, &iter, node) {
-		t = caa_container_of(node, struct plk_thread, hnode);
-		if (cds_lfht_del(table, node) == 0)
-			call_rcu(&t->rcu, record_free);
+	free_lock.word = 0;
+	for (struct plk_thread *t = free_list; t; t = t->free_next)
+		t->lock.word = 0;
+	if (key_ready)
+		pthread_setspecific(self_key, NULL);
+	for (unsigned p = 0; p < NPAGES; p++) {
+		struct plk_thread **page = pages[p];
+
+		for (unsigned i = 0; page && i < PAGE_SLOTS; i++) {
+			struct plk_thread *t = page[i];
+
+			if (!t)
+				continue;
+			page[i] = NULL;
+			t->lock.word = 0;
+			t->tid = 0;
+			record_free(t);
+		}
 	}
-	plk_rcu_unlock();
 }

@@ -2,15 +2,18 @@
 /*
  * registry.h - per-thread records, found by TID.
  *
- * A record exists for every thread that ever waited on, or was waited on
+ * A record exists for every thread that waited on, or was waited on
  * through, a proxylock.  It is created lazily on the first contended
  * operation: by the thread itself when it waits, or by a waiter on behalf
  * of an owner that has only ever taken locks on the fast path (the owner
- * adopts it the first time it enters a slow path).  Records live in a
- * cds_lfht keyed by TID and are read under the urcu-bp read lock; a
- * thread's record is unlinked by its pthread key destructor and freed
- * with call_rcu, so a reader holding rcu_read_lock() never touches freed
- * memory.
+ * adopts it the first time it enters a slow path).  Records are found by
+ * TID in a lock-free table (registry.c) and are type-stable: their memory
+ * is never returned to the system, only recycled for another thread, so
+ * a pointer once found can always be dereferenced.  No read-side section
+ * and no grace period is needed; a caller that writes a record whose
+ * thread is not pinned (pinned: the caller's own, or a waiter queued in a
+ * bucket the caller holds) checks under the record's lock that it still
+ * belongs to the TID it looked up (plk_thread_lock_tid).
  */
 #ifndef PLK_REGISTRY_H
 #define PLK_REGISTRY_H
@@ -18,13 +21,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include <urcu-bp.h>
 #include <urcu/list.h>
-#include <urcu/rculfhash.h>
 
 #include "futex.h"
 #include "schedctl.h"
-#include "tsan.h"
 
 /* Most locks with blocked waiters one thread can be lent through at once;
  * beyond that, further locks' waiters lend nothing (chain_truncated). */
@@ -50,12 +50,17 @@ struct plk_held {
 enum { PLK_PARK_WAITING = 0, PLK_PARK_WOKEN = 1, PLK_PARK_HANDED = 2 };
 
 struct plk_thread {
-	pid_t tid;
-	struct cds_lfht_node hnode;
-	struct rcu_head rcu;
+	/* Read without any lock by lookups and chain walks (atomics). */
+	pid_t tid;                     /* 0 while the record is free */
+	void *blocked_on;              /* mutex waited for, or condvar | PLK_COND_TAG;
+	                                  written under its bucket lock */
+	uint32_t wait_seq;             /* odd while blocked_on changes (waitq.c) */
+	uint32_t park;                 /* PLK_PARK_*: futex word */
 
-	/* Donation state, under .lock. */
+	/* Donation state, under .lock (never reset: a stale finder may be
+	 * waiting for it while the record is recycled). */
 	plk_ilock_t lock;
+	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
@@ -65,13 +70,12 @@ struct plk_thread {
 	struct plk_held held[PLK_HELD_MAX];
 
 	/* Wait state, under the bucket lock of .blocked_on. */
-	void *blocked_on;              /* mutex waited for, or condvar | PLK_COND_TAG;
-	                                  atomic for readers */
 	int requeued;                  /* a condvar moved us onto a mutex queue */
 	struct cds_list_head wnode;    /* in that bucket's queue */
 	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
-	uint32_t park;                 /* PLK_PARK_*: futex word */
 	const void *dead_seen;         /* lock last reported held by an exited owner */
+
+	struct plk_thread *free_next;  /* on the free list (registry.c) */
 };
 
 /* A condvar waiter queues under its condvar's address with bit 0 set, so
@@ -102,38 +106,55 @@ static inline uint32_t plk_tid(void)
 /** plk_pid - getpid(), cached (the fork child handler resets it). */
 PLK_HIDDEN pid_t plk_pid(void);
 
-/**
- * plk_prefork_tid - in a fork child, the TID the forking thread had in
- * the parent (locks it held still carry it), else 0.
+/*
+ * After fork() the forking thread lives on in the child under a new TID,
+ * but locks it held still carry the TID it had in the parent, or in the
+ * grandparent, and so on.  Those earlier TIDs are its aliases: up to
+ * PLK_FORK_ALIASES of them, the oldest dropped first.  Only the thread
+ * that a fork created (plk_forked_tid) has aliases.
  */
-PLK_HIDDEN uint32_t plk_prefork_tid(void);
+#define PLK_FORK_ALIASES 16
+PLK_HIDDEN extern int plk_fork_naliases;
+PLK_HIDDEN bool plk_fork_alias_slow(uint32_t tid);
 
-/** plk_forked_tid - in a fork child, the forking thread's new TID. */
+/** plk_fork_alias - true if @tid is a TID the forked thread had before a fork. */
+static inline bool plk_fork_alias(uint32_t tid)
+{
+	return __builtin_expect(__atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED) != 0, 0) &&
+	       plk_fork_alias_slow(tid);
+}
+
+/** plk_forked_tid - in a fork child, the forking thread's new TID, else 0. */
 PLK_HIDDEN uint32_t plk_forked_tid(void);
 
 /**
  * plk_thread_self - the caller's record, created and adopted on first
- * use (so its key destructor reclaims it).  NULL only if out of memory.
- * Must be called under rcu_read_lock() like every lookup.
+ * use (so its key destructor reclaims it).  NULL only if out of memory
+ * (or a TID beyond PID_MAX_LIMIT).
  */
 PLK_HIDDEN struct plk_thread *plk_thread_self(void);
 
-/** plk_thread_find - the record of @tid, or NULL.  Under rcu_read_lock(). */
+/**
+ * plk_thread_find - the record of @tid, or NULL.  Lock-free.  Unless its
+ * thread is pinned, the record may be recycled for another thread at any
+ * time: read it with atomics, or check it under its lock.
+ */
 PLK_HIDDEN struct plk_thread *plk_thread_find(pid_t tid);
 
-/** plk_thread_get - find or create @tid's record.  Under rcu_read_lock(). */
-PLK_HIDDEN struct plk_thread *plk_thread_get(pid_t tid);
+/**
+ * plk_thread_lock_tid - find (@create: or create) @tid's record and
+ * return it with its lock held, checked to belong to @tid; NULL if there
+ * is none (out of memory, or !@create and none exists).
+ */
+PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create);
 
-/* What a grace period orders, for TSan: every read-side section's end
- * against every record_free (see tsan.h). */
-PLK_HIDDEN extern int plk_tsan_grace;
-
-/** plk_rcu_unlock - rcu_read_unlock(), telling TSan the section ended. */
-static inline void plk_rcu_unlock(void)
-{
-	plk_tsan_release(&plk_tsan_grace);
-	rcu_read_unlock();
-}
+/**
+ * plk_thread_unlock - drop @t's lock, which the caller holds; if @t was
+ * created on behalf of a thread that never adopted it and nothing is lent
+ * to it any more, recycle it first, so that no record outlives its use
+ * and a reused TID never inherits one.
+ */
+PLK_HIDDEN void plk_thread_unlock(struct plk_thread *t);
 
 /**
  * plk_thread_exited - true if no thread of this process has TID @tid

@@ -6,9 +6,16 @@
  *  - t is on a bucket list  <=>  t->blocked_on != NULL, and it is the
  *    bucket of t->blocked_on;
  *  - t->park is PLK_PARK_WAITING while t is queued; it is set to WOKEN
- *    or HANDED exactly when t is taken off by someone else.
- * A record's memory outlives the wake (records are RCU-freed), so waking
- * after the bucket lock is dropped never touches freed memory.
+ *    or HANDED exactly when t is taken off by someone else (a waiter
+ *    that leaves by itself, on a deadline or a cancellation, leaves it
+ *    WAITING);
+ *  - t->wait_seq is odd exactly while blocked_on is being changed, and
+ *    grows by 2 with every change, so a lock-free reader can tell that
+ *    t stayed on the same queue between two reads (plk_waitq_snapshot).
+ * Records are type-stable (registry.c), so waking after the bucket lock
+ * is dropped never touches unmapped memory; if the woken thread has
+ * already gone and its record was recycled, the new owner of the record
+ * sees a spurious wake-up, which every park loop tolerates.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -82,6 +89,22 @@ static uint32_t queue_rank(struct plk_thread *t)
 	return rank;
 }
 
+/*
+ * Change t->blocked_on under its bucket lock, as a seqlock writer: the
+ * count goes odd, then blocked_on changes, then the count goes even.
+ * Release orders each store after the one before (arm64 too), which is
+ * what plk_waitq_snapshot's acquire loads pair with.
+ */
+static void blocked_on_set(struct plk_thread *t, void *lock)
+{
+	uint32_t s = __atomic_load_n(&t->wait_seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&t->wait_seq, s + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->wait_seq, s + 2, __ATOMIC_RELEASE);
+}
+
 void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
                        bool at_head)
 {
@@ -100,18 +123,36 @@ void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
 
 		if (r < rank || (at_head && r == rank)) {
 			cds_list_add_tail(&t->wnode, &w->wnode);
-			__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
+			blocked_on_set(t, lock);
 			return;
 		}
 	}
 	cds_list_add_tail(&t->wnode, &b->waiters);
-	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
+	blocked_on_set(t, lock);
 }
 
 void plk_waitq_dequeue(struct plk_thread *t)
 {
 	cds_list_del_init(&t->wnode);
-	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELEASE);
+	blocked_on_set(t, NULL);
+}
+
+void *plk_waitq_snapshot(struct plk_thread *t, uint32_t *seq)
+{
+	uint32_t s0, s1;
+	void *p;
+
+	do {
+		/* Acquire: if we see the even count a writer left, we see
+		 * the blocked_on it stored before it. */
+		s0 = __atomic_load_n(&t->wait_seq, __ATOMIC_ACQUIRE);
+		p = __atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
+		/* Orders the load of blocked_on before the second count. */
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s1 = __atomic_load_n(&t->wait_seq, __ATOMIC_RELAXED);
+	} while ((s0 & 1) || s0 != s1);
+	*seq = s0;
+	return p;
 }
 
 struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock)

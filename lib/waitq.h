@@ -52,6 +52,14 @@ PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,
 /** plk_waitq_dequeue - take @t off its queue; blocked_on becomes NULL. */
 PLK_HIDDEN void plk_waitq_dequeue(struct plk_thread *t);
 
+/**
+ * plk_waitq_snapshot - what @t waits on (its blocked_on), read without
+ * any lock, and in *@seq the count of its queue changes at that moment:
+ * two snapshots with the same *@seq mean @t stayed queued on that lock
+ * (or stayed unqueued) all the time between them.  @t may be any record.
+ */
+PLK_HIDDEN void *plk_waitq_snapshot(struct plk_thread *t, uint32_t *seq);
+
 /** plk_waitq_first - oldest waiter on @lock in @b, or NULL. */
 PLK_HIDDEN struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock);
 
@@ -78,7 +86,12 @@ PLK_HIDDEN uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
  */
 PLK_HIDDEN void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state);
 
-/** plk_waitq_unpark - wake @t's park word.  Under rcu_read_lock(). */
+/**
+ * plk_waitq_unpark - wake @t's park word, after the bucket lock is
+ * dropped (@t may have returned and exited meanwhile: records are
+ * type-stable, so the worst is a spurious wake-up of the record's next
+ * owner).
+ */
 PLK_HIDDEN void plk_waitq_unpark(struct plk_thread *t);
 
 /** plk_waitq_fork_prepare/parent/child - pthread_atfork hooks. */
