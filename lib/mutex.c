@@ -49,6 +49,14 @@
  *      release itself.
  *  M3  A woken waiter re-queues at the head, keeping its first enqueue
  *      time, so the handoff bound counts from when it first waited.
+ *  M4  A handoff stores the waiter's TID in the word before its park
+ *      word says HANDED (it may return and unlock at once).
+ *  M5  A waiter leaving without the lock (deadline, cancelled condvar
+ *      wait) may hold M1's duty (it was woken): it leaves only once it
+ *      took L, or the queue is empty, or the word is held with
+ *      PLK_WAITERS set; failed CASes are retried (lock_timedout).
+ *  M6  PLK_WAITERS is never set on a reserved word (destroyed, not
+ *      recoverable): nobody would unlock it (cond.c wakes instead).
  *
  * Owners that exit holding a lock are noticed by its waiters, which sleep
  * in liveness slices and ask the kernel whether the owner still exists

@@ -315,6 +315,134 @@ START_TEST(a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace)
 }
 END_TEST
 
+
+/* --- a cancelled waiter passes its signal on ------------------------- */
+
+struct two_waiters {
+	proxylock_mutex_t m;
+	proxylock_cond_t c;
+	int returned;   /* the second waiter came back from its wait */
+};
+
+static void tw_unlock(void *arg)
+{
+	proxylock_mutex_unlock(&((struct two_waiters *)arg)->m);
+}
+
+static void *tw_cancelled(void *arg)
+{
+	struct two_waiters *s = arg;
+
+	proxylock_mutex_lock(&s->m);
+	pthread_cleanup_push(tw_unlock, s);
+	proxylock_cond_wait(&s->c, &s->m);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+static void *tw_second(void *arg)
+{
+	struct two_waiters *s = arg;
+
+	proxylock_mutex_lock(&s->m);
+	proxylock_cond_wait(&s->c, &s->m);
+	__atomic_store_n(&s->returned, 1, __ATOMIC_RELEASE);
+	proxylock_mutex_unlock(&s->m);
+	return NULL;
+}
+
+/*
+ * POSIX: a thread cancelled in a wait must not consume a signal while
+ * others wait.  One signal takes the first waiter off (moved onto the
+ * held mutex); it is then cancelled.  The signal must reach the second.
+ */
+START_TEST(a_waiter_cancelled_after_a_signal_passes_the_signal_on)
+{
+	struct two_waiters s;
+	pthread_t first, second;
+
+	memset(&s, 0, sizeof(s));
+	pthread_create(&first, NULL, tw_cancelled, &s);
+	ck_assert(eventually(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE) == 1, 5000));
+	pthread_create(&second, NULL, tw_second, &s);
+	ck_assert(eventually(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE) == 2, 5000));
+	proxylock_mutex_lock(&s.m);
+	proxylock_cond_signal(&s.c);   /* takes the first waiter: it is queued first */
+	ck_assert_uint_eq(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE), 1);
+	pthread_cancel(first);
+	usleep(10000);
+	proxylock_mutex_unlock(&s.m);
+	pthread_join(first, NULL);
+	ck_assert_msg(eventually(__atomic_load_n(&s.returned, __ATOMIC_ACQUIRE), 2000),
+	              "the cancelled waiter consumed the only signal: the other still sleeps");
+	pthread_join(second, NULL);
+	ck_assert_uint_eq(s.c.__waiters, 0);
+}
+END_TEST
+
+/* --- waiters are never moved onto an unusable mutex ------------------ */
+
+struct dead_holder {
+	proxylock_mutex_t *m;
+};
+
+static void *lock_and_exit(void *arg)
+{
+	proxylock_mutex_lock(((struct dead_holder *)arg)->m);
+	return NULL;  /* exits holding it */
+}
+
+struct robust_waiter {
+	proxylock_mutex_t m;
+	proxylock_cond_t c;
+	int err;
+	int done;
+};
+
+static void *rw_wait(void *arg)
+{
+	struct robust_waiter *s = arg;
+
+	proxylock_mutex_lock(&s->m);
+	s->err = proxylock_cond_wait(&s->c, &s->m);
+	__atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A robust mutex left inconsistent becomes not recoverable.  A condvar
+ * waiter signalled after that must be woken and told so (the wait
+ * returns ENOTRECOVERABLE), not moved onto the dead mutex's queue to
+ * sleep forever.
+ */
+START_TEST(a_signal_after_the_mutex_became_unrecoverable_wakes_the_waiter_with_enotrecoverable)
+{
+	struct robust_waiter s;
+	struct dead_holder d = { &s.m };
+	proxylock_mutexattr_t a;
+	pthread_t waiter, holder;
+
+	memset(&s, 0, sizeof(s));
+	proxylock_mutexattr_init(&a);
+	proxylock_mutexattr_setrobust(&a, PROXYLOCK_MUTEX_ROBUST);
+	proxylock_mutex_init(&s.m, &a);
+	proxylock_cond_init(&s.c, CLOCK_REALTIME);
+	pthread_create(&waiter, NULL, rw_wait, &s);
+	ck_assert(eventually(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE) == 1, 5000));
+	pthread_create(&holder, NULL, lock_and_exit, &d);
+	pthread_join(holder, NULL);
+	ck_assert_int_eq(proxylock_mutex_lock(&s.m), EOWNERDEAD);
+	ck_assert_int_eq(proxylock_mutex_unlock(&s.m), 0);  /* not made consistent */
+	ck_assert_int_eq(proxylock_mutex_lock(&s.m), ENOTRECOVERABLE);
+	proxylock_cond_signal(&s.c);
+	ck_assert_msg(eventually(__atomic_load_n(&s.done, __ATOMIC_ACQUIRE), 2000),
+	              "the waiter was moved onto a mutex nobody will ever unlock");
+	pthread_join(waiter, NULL);
+	ck_assert_int_eq(s.err, ENOTRECOVERABLE);
+	ck_assert_uint_eq(s.c.__waiters, 0);
+}
+END_TEST
+
 static Suite *cond_suite(void)
 {
 	Suite *s = suite_create("cond");
@@ -328,6 +456,8 @@ static Suite *cond_suite(void)
 	tcase_add_test(tc, broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their_cpu);
 	tcase_add_test(tc, a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_depth);
 	tcase_add_test(tc, a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace);
+	tcase_add_test(tc, a_waiter_cancelled_after_a_signal_passes_the_signal_on);
+	tcase_add_test(tc, a_signal_after_the_mutex_became_unrecoverable_wakes_the_waiter_with_enotrecoverable);
 	suite_add_tcase(s, tc);
 	return s;
 }

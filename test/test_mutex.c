@@ -530,6 +530,145 @@ START_TEST(fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid)
 }
 END_TEST
 
+
+/*
+ * Three generations: locks taken before the first fork still name the
+ * forking thread in the grandchild, where that thread has a third TID.
+ * There it may unlock them (not EPERM), and a robust one is its own, not
+ * a dead owner's (trylock says EBUSY, not EOWNERDEAD).  No ck_assert in
+ * the children: exit codes say which check failed.
+ */
+static int grandchild_checks(proxylock_mutex_t *held, proxylock_mutex_t *robust)
+{
+	if (proxylock_mutex_owner(held) != gettid_() || proxylock_mutex_owner(robust) != gettid_())
+		return 20;
+	if (proxylock_mutex_trylock(robust) != EBUSY)
+		return 21;
+	if (proxylock_mutex_unlock(robust) != 0 || proxylock_mutex_unlock(held) != 0)
+		return 22;
+	if (proxylock_mutex_lock(robust) != 0 || proxylock_mutex_unlock(robust) != 0)
+		return 23;
+	return 0;
+}
+
+static int child_forks_again(proxylock_mutex_t *held, proxylock_mutex_t *robust)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 31;
+	if (pid == 0)
+		_exit(grandchild_checks(held, robust));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 32;
+	return WEXITSTATUS(status);
+}
+
+START_TEST(a_grandchild_still_owns_locks_its_thread_held_before_the_first_fork)
+{
+	proxylock_mutex_t held = PROXYLOCK_MUTEX_INITIALIZER, robust;
+	proxylock_mutexattr_t a;
+	int status;
+	pid_t pid;
+
+	proxylock_mutexattr_init(&a);
+	proxylock_mutexattr_setrobust(&a, PROXYLOCK_MUTEX_ROBUST);
+	proxylock_mutex_init(&robust, &a);
+	ck_assert_int_eq(proxylock_mutex_lock(&held), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&robust), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(child_forks_again(&held, &robust));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "descendant failed check %d", WEXITSTATUS(status));
+	ck_assert_int_eq(proxylock_mutex_unlock(&robust), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&held), 0);
+}
+END_TEST
+
+/* --- EDEADLK only for a real cycle ----------------------------------- */
+
+static proxylock_mutex_t dl_l1, dl_l2, dl_l3;
+static int dl_stop;
+
+static void errorcheck_init(proxylock_mutex_t *m)
+{
+	proxylock_mutexattr_t a;
+
+	proxylock_mutexattr_init(&a);
+	proxylock_mutexattr_settype(&a, PROXYLOCK_MUTEX_ERRORCHECK);
+	proxylock_mutex_init(m, &a);
+}
+
+/* X nests l1 then l2. */
+static void *dl_x(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&dl_stop, __ATOMIC_RELAXED)) {
+		proxylock_mutex_lock(&dl_l1);
+		proxylock_mutex_lock(&dl_l2);
+		proxylock_mutex_unlock(&dl_l2);
+		proxylock_mutex_unlock(&dl_l1);
+	}
+	return NULL;
+}
+
+/* B takes l2, lets it go, then takes l3: never both. */
+static void *dl_b(void *arg)
+{
+	(void)arg;
+	while (!__atomic_load_n(&dl_stop, __ATOMIC_RELAXED)) {
+		proxylock_mutex_lock(&dl_l2);
+		for (volatile int i = 0; i < 200; i++)
+			;
+		proxylock_mutex_unlock(&dl_l2);
+		proxylock_mutex_lock(&dl_l3);
+		proxylock_mutex_unlock(&dl_l3);
+	}
+	return NULL;
+}
+
+/*
+ * Lock order l3 -> l1 -> l2, with B never nesting: no cycle of waiters
+ * can ever exist, so EDEADLK is never right.  A chain read piecewise can
+ * still look like one (A waits on l1, held by X, waiting on l2, owner
+ * read as B; B, having let l2 go since, waits on l3, held by A).
+ */
+START_TEST(errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed)
+{
+	pthread_t x, b;
+	const char *secs = getenv("PLK_EDEADLK_SECONDS");  /* longer hunts by hand */
+	uint64_t end = mono_ns() + time_bound_ns((secs ? strtoull(secs, NULL, 10) : 5) * 1000000000ull);
+	long rounds = 0, deadlk = 0;
+
+	errorcheck_init(&dl_l1);
+	errorcheck_init(&dl_l2);
+	errorcheck_init(&dl_l3);
+	__atomic_store_n(&dl_stop, 0, __ATOMIC_RELAXED);
+	pthread_create(&x, NULL, dl_x, NULL);
+	pthread_create(&b, NULL, dl_b, NULL);
+	while (mono_ns() < end) {
+		int err;
+
+		proxylock_mutex_lock(&dl_l3);
+		err = proxylock_mutex_lock(&dl_l1);
+		if (err == 0)
+			proxylock_mutex_unlock(&dl_l1);
+		else
+			deadlk++;
+		proxylock_mutex_unlock(&dl_l3);
+		rounds++;
+	}
+	__atomic_store_n(&dl_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(x, NULL);
+	pthread_join(b, NULL);
+	ck_assert_msg(deadlk == 0, "%ld of %ld locks said EDEADLK with no cycle", deadlk, rounds);
+}
+END_TEST
+
 static Suite *mutex_suite(void)
 {
 	Suite *s = suite_create("mutex");
@@ -551,6 +690,8 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
 	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
+	tcase_add_test(tc, a_grandchild_still_owns_locks_its_thread_held_before_the_first_fork);
+	tcase_add_test(tc, errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed);
 	suite_add_tcase(s, tc);
 	return s;
 }

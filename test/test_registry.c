@@ -5,6 +5,7 @@
  * Linked against the internal archive to reach the registry directly.
  */
 #include "helpers.h"
+#include "donate.h"
 #include "registry.h"
 
 #define SLOTS 64
@@ -106,6 +107,44 @@ START_TEST(a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed)
 }
 END_TEST
 
+
+static int bystander_stop;
+
+static void *bystander(void *arg)
+{
+	*(pid_t *)arg = gettid_();
+	while (!__atomic_load_n(&bystander_stop, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;
+}
+
+static bool set_nothing(void *arg)
+{
+	(void)arg;
+	return true;
+}
+
+/*
+ * The interposer routes an application's scheduler call on another
+ * thread through plk_donate_base_set().  A thread nothing is lent to
+ * needs no record: one made for the call goes with it, so none is left
+ * for a later thread that reuses the TID to inherit.
+ */
+START_TEST(a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive_it)
+{
+	pid_t tid = 0;
+	pthread_t th;
+
+	pthread_create(&th, NULL, bystander, &tid);
+	ck_assert(eventually(__atomic_load_n(&tid, __ATOMIC_ACQUIRE) != 0, 1000));
+	ck_assert_ptr_null(plk_thread_find(tid));
+	ck_assert(plk_donate_base_set(tid, PLK_FIELD_NICE, set_nothing, NULL));
+	ck_assert_ptr_null(plk_thread_find(tid));
+	__atomic_store_n(&bystander_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -114,6 +153,7 @@ static Suite *registry_suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, lookups_race_safely_with_1000_threads_created_and_exiting);
 	tcase_add_test(tc, a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed);
+	tcase_add_test(tc, a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive_it);
 	suite_add_tcase(s, tc);
 	return s;
 }
