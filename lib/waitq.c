@@ -92,17 +92,19 @@ static uint32_t queue_rank(struct plk_thread *t)
 /*
  * Change t->blocked_on under its bucket lock, as a seqlock writer: the
  * count goes odd, then blocked_on changes, then the count goes even.
- * Release orders each store after the one before (arm64 too), which is
- * what plk_waitq_snapshot's acquire loads pair with.
+ * All three, and plk_waitq_snapshot's three loads, are seq_cst, so they
+ * fall in one total order: a reader that sees the new blocked_on reads
+ * the count after the odd store, and one that sees the even count sees
+ * the blocked_on stored before it (arm64: stlr/ldar; no fences, which
+ * TSan does not model).  Slow paths only, under a bucket lock.
  */
 static void blocked_on_set(struct plk_thread *t, void *lock)
 {
 	uint32_t s = __atomic_load_n(&t->wait_seq, __ATOMIC_RELAXED);
 
-	__atomic_store_n(&t->wait_seq, s + 1, __ATOMIC_RELAXED);
-	__atomic_thread_fence(__ATOMIC_RELEASE);
-	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_RELEASE);
-	__atomic_store_n(&t->wait_seq, s + 2, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->wait_seq, s + 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->blocked_on, lock, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->wait_seq, s + 2, __ATOMIC_SEQ_CST);
 }
 
 void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
@@ -143,13 +145,9 @@ void *plk_waitq_snapshot(struct plk_thread *t, uint32_t *seq)
 	void *p;
 
 	do {
-		/* Acquire: if we see the even count a writer left, we see
-		 * the blocked_on it stored before it. */
-		s0 = __atomic_load_n(&t->wait_seq, __ATOMIC_ACQUIRE);
-		p = __atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
-		/* Orders the load of blocked_on before the second count. */
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s1 = __atomic_load_n(&t->wait_seq, __ATOMIC_RELAXED);
+		s0 = __atomic_load_n(&t->wait_seq, __ATOMIC_SEQ_CST);
+		p = __atomic_load_n(&t->blocked_on, __ATOMIC_SEQ_CST);
+		s1 = __atomic_load_n(&t->wait_seq, __ATOMIC_SEQ_CST);
 	} while ((s0 & 1) || s0 != s1);
 	*seq = s0;
 	return p;
