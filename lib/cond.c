@@ -421,6 +421,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);
 	me->requeued = 0;
+	me->cond_mutex = m;
 	plk_waitq_enqueue(b, me, cond_key(c), false);
 	plk_waitq_unlock(b);
 	tsan_internal_end(c);
@@ -488,36 +489,50 @@ static bool mutex_mark_waiters(proxylock_mutex_t *m)
 }
 
 /* What move_to_mutex did. */
-enum { MOVE_RETRY, MOVE_DONE, MOVE_WAKE };
+enum { MOVE_RETRY, MOVE_DONE, MOVE_MORE, MOVE_WAKE };
 
 /*
  * Move one or every waiter of @c onto proxylock @m's queue (see the top).
  * MOVE_RETRY: @c's waiters no longer use @m; MOVE_WAKE: @m is unusable,
- * so nothing was moved and they are to be woken.
+ * so nothing was moved and they are to be woken; MOVE_MORE: a batch of
+ * waiters that wait with another mutex (POSIX leaves that undefined;
+ * glibc tolerates it, so do we) was woken, call again for the rest.
+ * Only a waiter whose own mutex is @m is ever moved onto @m.
  */
 static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 {
-	struct plk_thread *t, *wake = NULL, *owner = NULL;
+	struct plk_thread *t, *woken[WAKE_BATCH], *owner = NULL;
 	proxylock_mutex_t *next = NULL;
 	struct plk_bucket *bc, *bm;
-	bool moved = false, changed = false, held;
+	bool moved = false, changed = false, held = false, free_woken = false;
 	uint64_t now = plk_now_ns();
-	int ret = MOVE_DONE;
+	int ret = MOVE_DONE, n = 0;
 
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
-	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m) {
+	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
 		ret = MOVE_RETRY;
-	} else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0) {
+	else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0)
 		ret = MOVE_WAKE;
-	}
 	while (ret == MOVE_DONE && (t = plk_waitq_first(bc, cond_key(c)))) {
+		if (n == WAKE_BATCH) {
+			ret = MOVE_MORE;
+			break;
+		}
 		plk_waitq_dequeue(t);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+		if (t->cond_mutex != m) {
+			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);  /* retakes its own */
+			woken[n++] = t;
+			if (!all)
+				break;
+			continue;
+		}
 		__atomic_store_n(&t->requeued, 1, __ATOMIC_RELEASE);  /* its sleep reads it */
 		t->enq_ns = now;
-		if (!held && !wake) {
+		if (!held && !free_woken) {
 			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-			wake = t;
+			woken[n++] = t;
+			free_woken = true;
 		} else {
 			plk_waitq_enqueue(bm, t, m, false);
 			moved = true;
@@ -538,8 +553,8 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	plk_waitq_unlock(bm);
 	if (changed && next)
 		plk_donate_propagate(owner, next);
-	if (wake)
-		plk_waitq_unpark(wake);
+	for (int i = 0; i < n; i++)
+		plk_waitq_unpark(woken[i]);
 	return ret;
 }
 
@@ -555,7 +570,8 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);
 		if (!mu || (mu & MUTEX_IS_GLIBC))
 			break;
-		if ((moved = move_to_mutex(c, (proxylock_mutex_t *)mu, all)) != MOVE_RETRY)
+		moved = move_to_mutex(c, (proxylock_mutex_t *)mu, all);
+		if (moved != MOVE_RETRY && moved != MOVE_MORE)
 			break;
 	}
 	if (moved == MOVE_WAKE)

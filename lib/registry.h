@@ -71,6 +71,7 @@ struct plk_thread {
 
 	/* Wait state, under the bucket lock of .blocked_on. */
 	int requeued;                  /* a condvar moved us onto a mutex queue */
+	const void *cond_mutex;        /* the mutex our condvar wait releases */
 	struct cds_list_head wnode;    /* in that bucket's queue */
 	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
 	const void *dead_seen;         /* lock last reported held by an exited owner */
