@@ -269,12 +269,13 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 	for (n = 0; plk_owner_tid(plk_word(l)) != (pid_t)self; n++)
 		if (n == PROXYLOCK_CHAIN_MAX || !(l = chain_read(l, &steps[n])))
 			return false;
-	/* The lock that comes back to us stays ours: only we can release it. */
 	for (int i = 0; i < n; i++)
 		if (chain_read(steps[i].m, &again) != steps[i].on || again.owner != steps[i].owner ||
 		    again.t != steps[i].t || again.seq != steps[i].seq)
 			return false;
-	return n > 0;
+	/* The lock that comes back to us is still ours (a lax foreign
+	 * unlock under the interposer could have released it). */
+	return n > 0 && plk_owner_tid(plk_word(l)) == (pid_t)self;
 }
 
 /*
@@ -548,15 +549,19 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			}
 			w |= PLK_WAITERS;
 		}
+		if (!woken)
+			me->enq_ns = plk_now_ns();
+		plk_waitq_enqueue(b, me, m, woken);
+		/* Queued first, then the walk: our blocked_on store and its
+		 * loads are seq_cst (waitq.c), so of two threads closing a
+		 * cycle at once at least one sees the other queued. */
 		if (plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
+			plk_waitq_dequeue(me);
 			if (!plk_waitq_first(b, m))
 				plk_cas_word(m, w, w & ~PLK_WAITERS);
 			plk_waitq_unlock(b);
 			return EDEADLK;
 		}
-		if (!woken)
-			me->enq_ns = plk_now_ns();
-		plk_waitq_enqueue(b, me, m, woken);
 		changed = plk_donate_update(b, m, &owner, &next);
 		plk_waitq_unlock(b);
 		if (changed && next)
@@ -760,6 +765,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 {
 	struct plk_bucket *b = plk_waitq_lock(m);
 	struct plk_thread *head = plk_waitq_first(b, m), *owner;
+	pid_t head_tid = head ? head->tid : 0;  /* head may exit once woken */
 	proxylock_mutex_t *next;
 	int handed = 0;
 
@@ -785,7 +791,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	if (foreign)
 		plk_donate_withdraw_tid(foreign, m);
 	plk_waitq_unlock(b);
-	PLK_PROBE4(release, m, plk_tid(), head ? head->tid : 0, handed);
+	PLK_PROBE4(release, m, plk_tid(), head_tid, handed);
 	if (head)
 		plk_waitq_unpark(head);
 	if (me)

@@ -669,6 +669,60 @@ START_TEST(errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed)
 }
 END_TEST
 
+
+/* --- a real ABBA deadlock is always seen ----------------------------- */
+
+static proxylock_mutex_t ab_a, ab_b;
+static pthread_barrier_t ab_bar;
+
+static void *ab_other(void *arg)
+{
+	long *edeadlk = arg;
+
+	for (int i = 0; i < 5000; i++) {
+		pthread_barrier_wait(&ab_bar);
+		proxylock_mutex_lock(&ab_b);
+		pthread_barrier_wait(&ab_bar);  /* both hold one: the cycle is certain */
+		if (proxylock_mutex_lock(&ab_a) == 0)
+			proxylock_mutex_unlock(&ab_a);
+		else
+			++*edeadlk;
+		proxylock_mutex_unlock(&ab_b);
+	}
+	return NULL;
+}
+
+/*
+ * Two threads each hold one ERRORCHECK lock and take the other's at the
+ * same moment, 5000 times.  The cycle is real every time: at least one
+ * of them must get EDEADLK; never may both sleep.
+ * (Walking the chain before queueing let each miss the other.)
+ */
+START_TEST(two_threads_closing_an_abba_cycle_at_once_never_both_sleep)
+{
+	long mine = 0, theirs = 0;
+	pthread_t th;
+
+	errorcheck_init(&ab_a);
+	errorcheck_init(&ab_b);
+	pthread_barrier_init(&ab_bar, NULL, 2);
+	pthread_create(&th, NULL, ab_other, &theirs);
+	for (int i = 0; i < 5000; i++) {
+		pthread_barrier_wait(&ab_bar);
+		proxylock_mutex_lock(&ab_a);
+		pthread_barrier_wait(&ab_bar);
+		if (proxylock_mutex_lock(&ab_b) == 0)
+			proxylock_mutex_unlock(&ab_b);
+		else
+			mine++;
+		proxylock_mutex_unlock(&ab_a);
+	}
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&ab_bar);
+	ck_assert_int_ge(mine + theirs, 5000);  /* every round: at least one told */
+}
+END_TEST
+
 static Suite *mutex_suite(void)
 {
 	Suite *s = suite_create("mutex");
@@ -692,6 +746,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
 	tcase_add_test(tc, a_grandchild_still_owns_locks_its_thread_held_before_the_first_fork);
 	tcase_add_test(tc, errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed);
+	tcase_add_test(tc, two_threads_closing_an_abba_cycle_at_once_never_both_sleep);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -112,7 +112,7 @@ static int bystander_stop;
 
 static void *bystander(void *arg)
 {
-	*(pid_t *)arg = gettid_();
+	__atomic_store_n((pid_t *)arg, gettid_(), __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&bystander_stop, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	return NULL;
