@@ -1,0 +1,543 @@
+/*
+ * proxylock.pml - SPIN model of libproxylock's lock protocol: the lock
+ * word, the bucket queue, park words, timed lock and condvar wait
+ * morphing.  docs/design.md, "The protocol model", says which code each
+ * inline stands for; test/model/run-model.sh verifies it exhaustively.
+ *
+ * Configurations (spin -D...):
+ *   (default)         mutex: a barger (2 rounds), a timed waiter, a plain waiter
+ *   -DCOND            condvar: a producer, a waiter that is cancelled, a consumer
+ *   -DBROADCAST       with -DCOND: the producer broadcasts instead of signalling
+ * Broken variants, each must fail:
+ *   -DBROKEN_TIMEDOUT the old lock_timedout (one CAS try): lost wake-up
+ *   -DBROKEN_CANCEL   with -DCOND: a cancelled waiter does not re-signal
+ *   -DBROKEN_M4       unlock_wake stores HANDED before the word names head
+ *   -DNO_M1           leave out the M1 assertions (so a broken variant
+ *                     runs on to the hang itself)
+ *
+ * Model conventions.  Thread ids 1..N; the word is owner | W.  One step
+ * of a proctype is one atomic memory access of the code, except queue
+ * operations, which run under the bucket lock and are d_steps.  A park
+ * store is seen by its sleeper at any later point: the futex wake after
+ * the bucket is dropped only hurries that along, and a futex wait whose
+ * value already changed returns at once.  A sleep is a blocked guard
+ * park[me] != WAITING, so a thread nobody wakes blocks for good: the
+ * monitor then names a lost wake-up, and SPIN reports any other hang as
+ * an invalid end state.
+ */
+
+#define N	3		/* threads */
+#define W	8		/* PLK_WAITERS */
+#define OWNER(x)	((x) & 7)
+
+#define WAITING	0		/* PLK_PARK_* */
+#define WOKEN	1
+#define HANDED	2
+
+#ifdef BROADCAST
+#define ALL	1
+#else
+#define ALL	0
+#endif
+
+#ifndef SPIN
+#define SPIN	1		/* CAS retries in the spin phase (PLK_SPIN) */
+#endif
+
+byte word;			/* L's lock word */
+byte bl;			/* holder of L's bucket lock; 0 = free */
+byte q[N];			/* L's queue, FIFO, head at q[0] */
+byte ql;
+byte park[N + 1];
+bit onq[N + 1];			/* blocked_on == L */
+bit coming[N + 1];		/* dequeued WOKEN, on its way back to L's bucket */
+byte incs;			/* threads in L's critical section */
+byte done;			/* threads finished */
+
+#ifdef COND
+byte bc;			/* holder of c's bucket lock */
+byte cq[N];			/* c's queue; c.__waiters == cql */
+byte cql;
+bit oncq[N + 1];		/* blocked_on == c */
+bit requeued[N + 1];
+byte avail;			/* the predicate: items produced, not consumed */
+#endif
+
+/* M1, checked wherever L's bucket is dropped.  Between bucket holds only
+ * the fast paths run: CAS 0 -> self (word 0 becomes a barger's) and CAS
+ * self -> 0 (only without W), so M1 holds in every state with bl == 0. */
+#define M1	(ql == 0 || (word & W) || coming[1] || coming[2] || coming[3])
+
+/* assert, naming the property in the replay */
+#define CHECK(c, what)	d_step { if :: !(c) -> printf(what) :: else fi; assert(c) }
+
+inline bucket_lock(b) { atomic { b == 0 -> b = me } }
+#ifdef NO_M1
+inline unlock_l() { assert(bl == me); bl = 0 }
+#else
+inline unlock_l() { d_step { assert(bl == me); CHECK(M1, "violated: M1\n"); bl = 0 } }
+#endif
+
+/* Every write of the word.  M2: only the bucket holder clears W. */
+inline setword(v) {
+	CHECK(!(word & W) || (v & W) || bl == me, "violated: M2\n");
+	word = v
+}
+
+/* plk_waitq_enqueue on L: at the head if woken before (M3), park WAITING. */
+inline enq(t, athead) {
+	d_step {
+		assert(bl == me && !onq[t] && ql < N);
+		if
+		:: athead ->
+			i = ql;
+			do
+			:: i > 0 -> q[i] = q[i - 1]; i--
+			:: else -> break
+			od;
+			q[0] = t
+		:: else -> q[ql] = t
+		fi;
+		ql++; onq[t] = 1; park[t] = WAITING; coming[t] = 0; i = 0
+	}
+}
+
+/* plk_waitq_dequeue on L. */
+inline deq(t) {
+	d_step {
+		assert(bl == me && onq[t]);
+		i = 0;
+		do
+		:: q[i] == t -> break
+		:: else -> i++
+		od;
+		do
+		:: i < ql - 1 -> q[i] = q[i + 1]; i++
+		:: else -> break
+		od;
+		ql--; q[ql] = 0; onq[t] = 0; i = 0
+	}
+}
+
+/* acquire_locked: L is free; take it, W if others are queued (M1). */
+inline acquire_locked() {
+	atomic {
+		if
+		:: word == 0 -> setword(me | (ql > 0 -> W : 0)); coming[me] = 0; got = 1
+		:: else -> got = 0
+		fi
+	}
+}
+
+/* Critical section: mutual exclusion, and the word names us. */
+inline cs() {
+	incs++;
+	CHECK(incs == 1 && OWNER(word) == me, "violated: mutual exclusion\n");
+	incs--
+}
+
+/* lock_timedout: our deadline passed while park read WAITING.  got = 1
+ * if we own L after all. */
+inline lock_timedout() {
+	bucket_lock(bl);
+	if
+	:: park[me] == HANDED ->
+		CHECK(OWNER(word) == me, "violated: M4\n");
+		got = 1
+	:: else ->
+		if
+		:: onq[me] -> deq(me)
+		:: else
+		fi;
+#ifndef BROKEN_TIMEDOUT
+		/* FIXED: until L is ours, or the word agrees with the queue. */
+		do
+		:: w = word;
+			if
+			:: w == 0 ->
+				acquire_locked();
+				if
+				:: got -> break
+				:: else
+				fi
+			:: w != 0 && ql == 0 ->
+				if
+				:: w & W ->
+					/* cannot fail: W set, bucket held */
+					atomic { assert(word == w); setword(w & ~W) }
+				:: else
+				fi;
+				got = 0;
+				break
+			:: w != 0 && ql > 0 ->
+				if
+				:: w & W -> got = 0; break
+				:: else ->
+					atomic {
+						if
+						:: word == w -> setword(w | W); got = 0; break
+						:: else
+						fi
+					}
+				fi
+			fi
+		od;
+#else
+		/* OLD: one try at each. */
+		acquire_locked();
+		if
+		:: !got ->
+			w = word;
+			if
+			:: ql > 0 && !(w & W) && w != 0 ->
+				atomic {
+					if
+					:: word == w -> setword(w | W); w = w | W
+					:: else
+					fi
+				}
+			:: else
+			fi;
+			if
+			:: (w & W) && ql == 0 ->
+				atomic {
+					if
+					:: word == w -> setword(w & ~W)
+					:: else
+					fi
+				}
+			:: else
+			fi
+		:: else
+		fi;
+#endif
+		coming[me] = 0
+	fi;
+	unlock_l()
+}
+
+/* lock_block: queue and sleep until L is ours (got = 1) or the deadline
+ * passes (timed; got = 0).  woken: re-queue at the head (M3). */
+inline lock_block(timed) {
+	do
+	:: bucket_lock(bl);
+		w = word;
+		if
+		:: w == 0 ->
+			acquire_locked();
+			unlock_l();
+			if
+			:: got -> break
+			:: else
+			fi
+		:: w != 0 ->
+			ok = 1;
+			if
+			:: !(w & W) ->
+				atomic {
+					if
+					:: word == w -> setword(w | W)
+					:: else -> ok = 0
+					fi
+				}
+			:: else
+			fi;
+			if
+			:: !ok -> unlock_l()
+			:: ok ->
+				enq(me, woken);
+				unlock_l();
+				/* plk_waitq_park: sleep while park == WAITING */
+				if
+				:: park[me] == HANDED ->
+					CHECK(OWNER(word) == me, "violated: M4\n");
+					got = 1;
+					break
+				:: park[me] == WOKEN -> woken = 1
+				:: timed && park[me] == WAITING ->
+					lock_timedout();
+					break
+				fi
+			fi
+		fi
+	od;
+	woken = 0
+}
+
+/* proxylock_mutex_lock / timedlock: fast CAS, spin phase, lock_block. */
+inline mutex_lock(timed) {
+	atomic {
+		if
+		:: word == 0 -> setword(me); got = 1
+		:: else -> got = 0
+		fi
+	};
+	n = 0;
+	do
+	:: got || n == SPIN -> break
+	:: else ->
+		w = word;
+		if
+		:: w == 0 ->
+			atomic {
+				if
+				:: word == 0 -> setword(me); got = 1
+				:: else
+				fi
+			}
+		:: w & W -> break	/* others queued: no barging by spinning */
+		:: else
+		fi;
+		n++
+	od;
+	n = 0;
+	if
+	:: !got -> lock_block(timed)
+	:: else
+	fi
+}
+
+/* unlock_wake: W was set.  Hand off to the head or release and wake it. */
+inline unlock_wake() {
+	bucket_lock(bl);
+	t = 0;
+	if
+	:: ql > 0 -> t = q[0]; deq(t)
+	:: else
+	fi;
+	if
+	:: t != 0 ->
+		/* hand off (head waited >= PROXYLOCK_HANDOFF_US) */
+#ifndef BROKEN_M4
+		setword(t | (ql > 0 -> W : 0));
+		park[t] = HANDED
+#else
+		park[t] = HANDED;
+		setword(t | (ql > 0 -> W : 0))
+#endif
+	:: true ->
+		setword(0);
+		if
+		:: t != 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }
+		:: else
+		fi
+	fi;
+	t = 0;
+	unlock_l()
+}
+
+/* proxylock_mutex_unlock: CAS self -> 0 unless W is set. */
+inline mutex_unlock() {
+	assert(OWNER(word) == me);
+	if
+	:: atomic { word == me -> setword(0) }
+	:: word == (me | W) -> unlock_wake()
+	fi
+}
+
+#ifdef COND
+/* Queue operations on c, under bc. */
+inline cenq(t) {
+	d_step {
+		assert(bc == me && !oncq[t] && cql < N);
+		cq[cql] = t; cql++; oncq[t] = 1; park[t] = WAITING; requeued[t] = 0
+	}
+}
+
+inline cdeq(t) {
+	d_step {
+		assert(bc == me && oncq[t]);
+		i = 0;
+		do
+		:: cq[i] == t -> break
+		:: else -> i++
+		od;
+		do
+		:: i < cql - 1 -> cq[i] = cq[i + 1]; i++
+		:: else -> break
+		od;
+		cql--; cq[cql] = 0; oncq[t] = 0; i = 0
+	}
+}
+
+/* plk_cond_wake -> move_to_mutex, both buckets (c's, then L's). */
+inline cond_wake(all) {
+	if
+	:: cql == 0		/* c->__waiters read without the bucket */
+	:: else ->
+		bucket_lock(bc);
+		bucket_lock(bl);
+		/* mutex_mark_waiters */
+		do
+		:: w = word;
+			if
+			:: w == 0 || (w & W) -> break
+			:: else ->
+				atomic {
+					if
+					:: word == w -> setword(w | W); w = w | W; break
+					:: else
+					fi
+				}
+			fi
+		od;
+		n = 0;
+		do
+		:: cql > 0 ->
+			t = cq[0];
+			cdeq(t);
+			requeued[t] = 1;
+			if
+			:: w == 0 && n == 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }; n = 1
+			:: else -> enq(t, 0)
+			fi;
+			if
+			:: !all -> break
+			:: else
+			fi
+		:: else -> break
+		od;
+		n = 0; t = 0;
+		bc = 0;
+		unlock_l()
+	fi
+}
+
+/* mutex_take: retake L after a wait that ended in park state st. */
+inline mutex_take() {
+	if
+	:: st == HANDED -> CHECK(OWNER(word) == me, "violated: M4\n")
+	:: st == WOKEN && requeued[me] -> woken = 1; lock_block(0)	/* plk_mutex_lock_requeued */
+	:: else -> mutex_lock(0)
+	fi
+}
+
+/* plk_cond_wait on c with L held.  timed: the deadline may pass once;
+ * cancellable: the thread is cancelled somewhere in the wait (only
+ * then does it return), and runs cond_wait_cancelled. */
+inline cond_wait(timed, cancellable) {
+	bucket_lock(bc);
+	cenq(me);
+	bc = 0;
+	mutex_unlock();
+	/* cond_sleep */
+	if
+	:: !cancellable && park[me] != WAITING -> st = park[me]
+	:: !cancellable && timed && park[me] == WAITING ->
+		/* cond_timedout */
+		bucket_lock(bc);
+		if
+		:: oncq[me] -> cdeq(me); st = WAITING; bc = 0
+		:: else -> bc = 0; park[me] != WAITING; st = park[me]
+		fi
+	:: cancellable ->
+		/* cond_wait_cancelled */
+		bucket_lock(bc);
+		if
+		:: oncq[me] -> cdeq(me); st = WAITING; bc = 0
+		:: else -> bc = 0;
+			if
+			:: onq[me] ->
+				/* plk_mutex_abandon_wait */
+				lock_timedout();
+				st = (got -> HANDED : WAITING)
+			:: else -> park[me] != WAITING; st = park[me]
+			fi
+		fi
+	fi;
+	mutex_take();
+	st = 0;
+#ifndef BROKEN_CANCEL
+	if
+	:: cancellable ->
+		/* re-signal: wake the first waiter still on c */
+		bucket_lock(bc);
+		if
+		:: cql > 0 -> t = cq[0]; cdeq(t); park[t] = WOKEN; t = 0
+		:: else
+		fi;
+		bc = 0
+	:: else
+	fi
+#endif
+}
+#endif /* COND */
+
+proctype thread(byte me; byte role; byte rounds)
+{
+	byte w, t, n, st, i, r;
+	bit got, ok, woken;
+
+#ifndef COND
+	/* role 1: may time out */
+	do
+	:: r < rounds ->
+		mutex_lock(role == 1);
+		if
+		:: got -> cs(); mutex_unlock()
+		:: else
+		fi;
+		got = 0;
+		r++
+	:: else -> break
+	od;
+#else
+	if
+	:: role == 0 ->
+		/* producer: one item, signalled under L or after the unlock */
+		mutex_lock(0);
+		cs();
+		avail++;
+		if
+		:: cond_wake(ALL); mutex_unlock()
+		:: mutex_unlock(); cond_wake(ALL)
+		fi
+	:: role == 1 ->
+		/* waits for something else on c, and is cancelled */
+		mutex_lock(0);
+		cs();
+		cond_wait(0, 1);
+		cs();
+		mutex_unlock()
+	:: role == 2 ->
+		/* consumer; its deadline may pass once */
+		mutex_lock(0);
+		cs();
+		r = 1;
+		do
+		:: avail == 0 -> cond_wait(r, 0); r = 0; cs()
+		:: else -> break
+		od;
+		avail--;
+		mutex_unlock()
+	fi;
+#endif
+	done++
+}
+
+/* Everyone asleep or finished: nothing may be left queued behind a free
+ * lock (a lost wake-up), nor an item behind a sleeping consumer. */
+active proctype monitor()
+{
+	timeout;
+	CHECK(!(word == 0 && ql > 0), "violated: lost wake-up: L is free, a waiter sleeps on its queue\n");
+#ifdef COND
+	CHECK(!(avail > 0 && cql > 0), "violated: lost signal: an item is ready, a consumer sleeps on c\n");
+#endif
+	CHECK(done == N, "violated: hang\n")
+}
+
+init
+{
+	atomic {
+#ifndef COND
+		run thread(1, 0, 2);	/* barger, owner */
+		run thread(2, 1, 1);	/* timed waiter */
+		run thread(3, 2, 1)	/* plain waiter */
+#else
+		run thread(1, 0, 1);
+		run thread(2, 1, 1);
+		run thread(3, 2, 1)
+#endif
+	}
+}
