@@ -15,7 +15,7 @@
 #include "helpers.h"
 
 #define HAMMER_ITERS 20000
-#define MIN_CONTENDED 20  /* slow-path acquisitions wanted per round */
+#define MIN_CONTENDED 2  /* both threads took the slow path (they start blocked) */
 
 struct api {
 	int (*lock)(proxylock_mutex_t *);
@@ -62,12 +62,15 @@ struct hammer {
 	int done;    /* hammering finished */
 	int release;
 	int err;
+	int *go;     /* both start together, so they really contend */
 };
 
 static void *hammer(void *arg)
 {
 	struct hammer *h = arg;
 
+	while (!__atomic_load_n(h->go, __ATOMIC_ACQUIRE))
+		sched_yield();
 	for (int i = 0; i < HAMMER_ITERS && !h->err; i++) {
 		if (h->api->lock(&m) != 0) {
 			h->err = 1;
@@ -102,6 +105,7 @@ START_TEST(the_library_survives_dlclose_after_contention_with_threads_outliving_
 	for (int r = 0; r < n; r++) {
 		struct proxylock_stats st;
 		struct hammer a = { 0 }, b = { 0 };
+		int go = 0;
 		pthread_t ta, tb;
 		struct api api;
 		void *h;
@@ -112,16 +116,22 @@ START_TEST(the_library_survives_dlclose_after_contention_with_threads_outliving_
 		m = (proxylock_mutex_t)PROXYLOCK_MUTEX_INITIALIZER;
 		counter = 0;
 		a.api = b.api = &api;
+		a.go = b.go = &go;
 		b.linger = 1;
 		cur_step = "contended lock";
 		ck_assert_int_eq(pthread_create(&ta, NULL, hammer, &a), 0);
 		ck_assert_int_eq(pthread_create(&tb, NULL, hammer, &b), 0);
+		/* Held while they start: both must queue and sleep at least once. */
+		ck_assert_int_eq(api.lock(&m), 0);
+		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+		usleep(5000);
+		ck_assert_int_eq(api.unlock(&m), 0);
 		pthread_join(ta, NULL);
 		ck_assert(eventually(__atomic_load_n(&b.done, __ATOMIC_ACQUIRE), 30000));
 		ck_assert_msg(!a.err && !b.err, "round %d: lock/unlock failed", r);
 		ck_assert_uint_eq(counter, 2ul * HAMMER_ITERS);
 		api.stats(&st);
-		ck_assert_msg(st.contended >= MIN_CONTENDED && st.sleeps > 0,
+		ck_assert_msg(st.contended >= MIN_CONTENDED && st.sleeps >= MIN_CONTENDED,
 		              "round %d: not contended enough (contended %llu, sleeps %llu)", r,
 		              (unsigned long long)st.contended, (unsigned long long)st.sleeps);
 		cur_step = "dlclose";
