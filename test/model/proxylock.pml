@@ -5,13 +5,18 @@
  * inline stands for; test/model/run-model.sh verifies it exhaustively.
  *
  * Configurations (spin -D...):
- *   (default)         mutex: a barger (2 rounds), a timed waiter, a plain waiter
+ *   (default)         mutex: a barger (ROUNDS + 1 lock rounds), a timed
+ *                     waiter and a plain waiter (ROUNDS each)
+ *   -DROUNDS=n        default 1
  *   -DCOND            condvar: a producer, a waiter that is cancelled, a consumer
  *   -DBROADCAST       with -DCOND: the producer broadcasts instead of signalling
  * Broken variants, each must fail:
  *   -DBROKEN_TIMEDOUT the old lock_timedout (one CAS try): lost wake-up
  *   -DBROKEN_CANCEL   with -DCOND: a cancelled waiter does not re-signal
  *   -DBROKEN_M4       unlock_wake stores HANDED before the word names head
+ *   -DBROKEN_COND_WAKE with -DCOND -DBROADCAST: the waiter a move wakes
+ *                     (L free) is not marked requeued, so it retakes L by
+ *                     the fast path: the waiters moved behind it are lost
  *   -DNO_M1           leave out the M1 assertions (so a broken variant
  *                     runs on to the hang itself)
  *
@@ -21,12 +26,15 @@
  * store is seen by its sleeper at any later point: the futex wake after
  * the bucket is dropped only hurries that along, and a futex wait whose
  * value already changed returns at once.  A sleep is a blocked guard
- * park[me] != WAITING, so a thread nobody wakes blocks for good: the
- * monitor then names a lost wake-up, and SPIN reports any other hang as
- * an invalid end state.
+ * park[me] != WAITING, so a thread nobody wakes blocks for good: once
+ * nothing can move, the monitor names the lost wake-up (or signal), or
+ * else reports the hang.  coming[] and incs are ghost variables.
  */
 
 #define N	3		/* threads */
+#ifndef ROUNDS
+#define ROUNDS	1		/* lock rounds of the mutex waiters */
+#endif
 #define W	8		/* PLK_WAITERS */
 #define OWNER(x)	((x) & 7)
 
@@ -268,7 +276,7 @@ inline lock_block(timed) {
 inline mutex_lock(timed) {
 	atomic {
 		if
-		:: word == 0 -> setword(me); got = 1
+		:: word == 0 -> setword(me); coming[me] = 0; got = 1
 		:: else -> got = 0
 		fi
 	};
@@ -281,7 +289,7 @@ inline mutex_lock(timed) {
 		:: w == 0 ->
 			atomic {
 				if
-				:: word == 0 -> setword(me); got = 1
+				:: word == 0 -> setword(me); coming[me] = 0; got = 1
 				:: else
 				fi
 			}
@@ -387,6 +395,9 @@ inline cond_wake(all) {
 			t = cq[0];
 			cdeq(t);
 			requeued[t] = 1;
+#ifdef BROKEN_COND_WAKE
+			requeued[t] = w != 0 || n != 0;
+#endif
 			if
 			:: w == 0 && n == 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }; n = 1
 			:: else -> enq(t, 0)
@@ -531,9 +542,9 @@ init
 {
 	atomic {
 #ifndef COND
-		run thread(1, 0, 2);	/* barger, owner */
-		run thread(2, 1, 1);	/* timed waiter */
-		run thread(3, 2, 1)	/* plain waiter */
+		run thread(1, 0, ROUNDS + 1);	/* barger, owner */
+		run thread(2, 1, ROUNDS);	/* timed waiter */
+		run thread(3, 2, ROUNDS)	/* plain waiter */
 #else
 		run thread(1, 0, 1);
 		run thread(2, 1, 1);
