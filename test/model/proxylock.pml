@@ -446,7 +446,7 @@ inline cond_wait(timed, cancellable) {
 		bucket_lock(bc);
 		if
 		:: oncq[me] -> cdeq(me); st = WAITING; bc = 0
-		:: else -> bc = 0;
+		:: else -> bc = 0; sig = 1;	/* a signal took us off */
 			if
 			:: onq[me] ->
 				/* plk_mutex_abandon_wait */
@@ -460,8 +460,9 @@ inline cond_wait(timed, cancellable) {
 	st = 0;
 #ifndef BROKEN_CANCEL
 	if
-	:: cancellable ->
-		/* re-signal: wake the first waiter still on c */
+	:: sig ->
+		/* cond_pass_on: wake the first waiter still on c */
+		sig = 0;
 		bucket_lock(bc);
 		if
 		:: cql > 0 -> t = cq[0]; cdeq(t); park[t] = WOKEN; t = 0
@@ -477,7 +478,7 @@ inline cond_wait(timed, cancellable) {
 proctype thread(byte me; byte role; byte rounds)
 {
 	byte w, t, n, st, i, r;
-	bit got, ok, woken;
+	bit got, ok, woken, sig;
 
 #ifndef COND
 	/* role 1: may time out */
