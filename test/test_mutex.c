@@ -672,6 +672,7 @@ END_TEST
 
 /* --- a real ABBA deadlock is always seen ----------------------------- */
 
+#define ABBA_ROUNDS 20000
 static proxylock_mutex_t ab_a, ab_b;
 static pthread_barrier_t ab_bar;
 
@@ -679,7 +680,7 @@ static void *ab_other(void *arg)
 {
 	long *edeadlk = arg;
 
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < ABBA_ROUNDS; i++) {
 		pthread_barrier_wait(&ab_bar);
 		proxylock_mutex_lock(&ab_b);
 		pthread_barrier_wait(&ab_bar);  /* both hold one: the cycle is certain */
@@ -694,7 +695,7 @@ static void *ab_other(void *arg)
 
 /*
  * Two threads each hold one ERRORCHECK lock and take the other's at the
- * same moment, 5000 times.  The cycle is real every time: at least one
+ * same moment, 20000 times (a hang is Check's timeout).  The cycle is real every time: at least one
  * of them must get EDEADLK; never may both sleep.
  * (Walking the chain before queueing let each miss the other.)
  */
@@ -707,7 +708,7 @@ START_TEST(two_threads_closing_an_abba_cycle_at_once_never_both_sleep)
 	errorcheck_init(&ab_b);
 	pthread_barrier_init(&ab_bar, NULL, 2);
 	pthread_create(&th, NULL, ab_other, &theirs);
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < ABBA_ROUNDS; i++) {
 		pthread_barrier_wait(&ab_bar);
 		proxylock_mutex_lock(&ab_a);
 		pthread_barrier_wait(&ab_bar);
@@ -719,7 +720,7 @@ START_TEST(two_threads_closing_an_abba_cycle_at_once_never_both_sleep)
 	}
 	pthread_join(th, NULL);
 	pthread_barrier_destroy(&ab_bar);
-	ck_assert_int_ge(mine + theirs, 5000);  /* every round: at least one told */
+	ck_assert_int_ge(mine + theirs, ABBA_ROUNDS);  /* every round: at least one told */
 }
 END_TEST
 
