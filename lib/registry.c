@@ -53,23 +53,15 @@ static pthread_key_t self_key;
 static bool key_ready;                 /* self_key was created */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* Fork aliases (registry.h): set by fork's child handler; an alias a new
- * thread turns out to have is cleared (plk_tid_slow). */
+/* Fork aliases (registry.h), written only by fork's child handler (one
+ * thread then), read by every thread. */
 int plk_fork_naliases;
 static uint32_t fork_aliases[PLK_FORK_ALIASES];
 static uint32_t forked_tid, forking_tid;
 
-/*
- * A thread's first look at its TID.  If a fork alias (an earlier TID of
- * the fork's survivor) has come back as this new thread's TID, it stops
- * being an alias: from now on a word naming it names this thread.
- */
 uint32_t plk_tid_slow(void)
 {
 	plk_tls_tid = (uint32_t)gettid();
-	for (int i = 0; i < __atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED); i++)
-		if (__atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) == plk_tls_tid)
-			__atomic_store_n(&fork_aliases[i], 0, __ATOMIC_RELAXED);
 	return plk_tls_tid;
 }
 
@@ -123,11 +115,24 @@ bool plk_thread_exited(pid_t tid)
 	return gone;
 }
 
+/*
+ * An alias stops being one once a new thread of this process has that
+ * TID (the child lives long enough for TIDs to wrap): a word naming it
+ * may then be that thread's.  The kernel, not a flag, says so, so no
+ * memory order is involved: tgkill(pid, tid, 0) fails with ESRCH while
+ * no thread of ours has the TID.  Only words naming an alias pay it.
+ */
 bool plk_fork_alias_slow(uint32_t tid)
 {
-	for (int i = 0; i < plk_fork_naliases; i++)
-		if (__atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) == tid)
-			return tid != 0;
+	for (int i = 0; i < plk_fork_naliases; i++) {
+		if (tid == 0 || fork_aliases[i] != tid)
+			continue;
+		int saved = errno;
+		bool taken = syscall(SYS_tgkill, plk_pid(), (pid_t)tid, 0) == 0;
+
+		errno = saved;
+		return !taken;
+	}
 	return false;
 }
 

@@ -112,7 +112,8 @@ PLK_HIDDEN pid_t plk_pid(void);
  * but locks it held still carry the TID it had in the parent, or in the
  * grandparent, and so on.  Those earlier TIDs are its aliases: up to
  * PLK_FORK_ALIASES of them, the oldest dropped first.  Only the thread
- * that a fork created (plk_forked_tid) has aliases.
+ * that a fork created (plk_forked_tid) has aliases, and a TID stops being
+ * one when a new thread of this process is given it.
  */
 #define PLK_FORK_ALIASES 16
 PLK_HIDDEN extern int plk_fork_naliases;
