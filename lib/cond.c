@@ -45,9 +45,10 @@
  *
  * Waiting is a cancellation point, as POSIX wants: the park runs with
  * asynchronous cancellation enabled (only a futex syscall and a load are
- * inside that window), and a cleanup handler takes a cancelled waiter off
- * whichever queue it is on, condvar's or mutex's, and retakes the mutex
- * before the application's own cleanup handlers run.
+ * inside that window; a TSan build polls instead, see cond_park), and a
+ * cleanup handler takes a cancelled waiter off whichever queue it is on,
+ * condvar's or mutex's, retakes the mutex, and passes on a signal that
+ * had taken it off, before the application's own cleanup handlers run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -326,6 +327,33 @@ static void cond_wait_cancelled(void *arg)
 }
 
 /* Park once, cancellable (see the top). */
+#if PLK_TSAN
+/*
+ * ThreadSanitizer's runtime is not async-cancel-safe: a thread cancelled
+ * inside its atomic-load hook leaves the internal lock of that address
+ * held, and the next thread given the recycled record hangs on its park
+ * word.  So a TSan build parks in slices of at most 10 ms and takes a
+ * deferred cancellation at their ends; a slice that ends before @abstime
+ * reads as a spurious wake-up.
+ */
+#define COND_PARK_SLICE_NS (10 * 1000 * 1000)
+
+static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
+                          const struct timespec *abstime, bool *timedout)
+{
+	struct timespec slice;
+	const struct timespec *until;
+	uint32_t st;
+
+	pthread_testcancel();
+	until = plk_deadline_within(clock, COND_PARK_SLICE_NS, abstime, &slice);
+	st = plk_waitq_park(me, clock, until, timedout);
+	if (until != abstime)
+		*timedout = false;
+	pthread_testcancel();
+	return st;
+}
+#else
 static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
                           const struct timespec *abstime, bool *timedout)
 {
@@ -337,6 +365,7 @@ static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
 	pthread_setcanceltype(type, NULL);
 	return st;
 }
+#endif
 
 /*
  * Sleep until taken off @w's condvar or until @abstime (then
