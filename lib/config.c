@@ -48,6 +48,10 @@ static void config_read(void)
 		config.handoff_ns = strtoull(s, NULL, 10) * 1000;
 	s = getenv("PROXYLOCK_STATS");
 	config.stats = s && *s && strcmp(s, "0") != 0;
+	if ((s = getenv("PROXYLOCK_PI")) != NULL)
+		config.pi = strcmp(s, "proxy") == 0    ? PLK_PI_PROXY
+		          : strcmp(s, "kernel") == 0   ? PLK_PI_KERNEL
+		                                       : PLK_PI_AUTO;
 }
 
 struct plk_config *plk_config(void)

@@ -8,6 +8,10 @@
  *   PROXYLOCK_STATS       non-empty and not "0": the interposer's exit
  *                         report, and a line on stderr for each lock
  *                         found held by an exited thread
+ *   PROXYLOCK_PI          auto | proxy | kernel (default auto): whether
+ *                         the interposer makes PTHREAD_PRIO_INHERIT
+ *                         mutexes proxylocks (auto: where RT can be lent)
+ *                         or leaves them glibc's kernel PI futexes
  */
 #ifndef PLK_CONFIG_H
 #define PLK_CONFIG_H
@@ -22,7 +26,10 @@ struct plk_config {
 	int affinity;          /* PROXYLOCK_AFFINITY_* */
 	uint64_t handoff_ns;
 	bool stats;            /* PROXYLOCK_STATS */
+	int pi;                /* PROXYLOCK_PI: PLK_PI_* */
 };
+
+enum { PLK_PI_AUTO, PLK_PI_PROXY, PLK_PI_KERNEL };
 
 /** plk_config - the settings (parsed on first call). */
 PLK_HIDDEN struct plk_config *plk_config(void);

@@ -12,15 +12,20 @@
  *
  * What stays glibc's, decided when the object is initialised and kept
  * in it, so every later call can tell from the object alone:
- *   - mutexes glibc initialised as process-shared, robust or
- *     PTHREAD_PRIO_PROTECT: glibc marks __kind with 0x80, 0x10 (robust
- *     implies 0x80) or 0x40, bits a proxylock never has; a destroyed
- *     mutex gets __kind = -1, as glibc does, so later calls reach glibc
- *     and fail with its EINVAL;
+ *   - mutexes glibc initialised as process-shared, robust,
+ *     PTHREAD_PRIO_PROTECT or (see below) PTHREAD_PRIO_INHERIT: glibc
+ *     marks __kind with 0x80, 0x10 (robust implies 0x80), 0x40 or 0x20,
+ *     bits a proxylock never has; a destroyed mutex gets __kind = -1, as
+ *     glibc does, so later calls reach glibc and fail with its EINVAL;
  *   - process-shared condvars: glibc sets bit 0 of __wrefs, which a
  *     proxylock condvar never sets.
- * PTHREAD_PRIO_INHERIT mutexes become proxylocks, which lend RT priority
- * (where permitted) along with everything else.
+ * PTHREAD_PRIO_INHERIT mutexes (PROXYLOCK_PI): a proxylock lends RT
+ * priority only where sched_setscheduler is permitted, and a thread made
+ * RT by rtkit (PipeWire, JACK) without RLIMIT_RTPRIO would lose the
+ * kernel PI it asked for.  So by default (auto) they become proxylocks
+ * only if RT can be lent (proxylock_donate_kinds() has
+ * PROXYLOCK_DONATE_RT, probed once) and stay glibc's kernel PI futexes
+ * otherwise; PROXYLOCK_PI=proxy or =kernel decides for every one.
  *
  * liburcu's own mutexes and condvars stay glibc's too: our slow paths
  * run inside urcu-bp read-side sections, so a proxylock inside liburcu
@@ -36,8 +41,9 @@
  * liburcu's code once it is known, and everything before that (calls
  * from other libraries' constructors, before ours ran) and while
  * PROXYLOCK_STATS is on; the careful path then decides exactly.
- * glibc's functions are looked up once, with dlsym(RTLD_NEXT), under
- * pthread_once; nothing in the fast path allocates, locks or calls dlsym.
+ * glibc's functions are looked up once, with dlsym(RTLD_NEXT) (see
+ * resolve() for why not under pthread_once); nothing in the fast path
+ * allocates, locks or calls dlsym.
  *
  * Semantics follow glibc's: a NORMAL or ADAPTIVE mutex may be unlocked
  * by a thread that does not own it, and unlocking it unlocked succeeds
@@ -63,9 +69,10 @@
 
 /* glibc's __kind bits for the mutexes that stay glibc's. */
 #define GLIBC_ROBUST 0x10u
+#define GLIBC_PRIO_INHERIT 0x20u
 #define GLIBC_PRIO_PROTECT 0x40u
 #define GLIBC_PSHARED 0x80u
-#define GLIBC_ONLY (GLIBC_ROBUST | GLIBC_PRIO_PROTECT | GLIBC_PSHARED)
+#define GLIBC_ONLY (GLIBC_ROBUST | GLIBC_PRIO_INHERIT | GLIBC_PRIO_PROTECT | GLIBC_PSHARED)
 
 _Static_assert(offsetof(pthread_mutex_t, __data.__lock) == offsetof(proxylock_mutex_t, __word) &&
                offsetof(pthread_mutex_t, __data.__count) == offsetof(proxylock_mutex_t, __count) &&
@@ -81,7 +88,22 @@ _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t) && sizeof(cnd_t) == size
 uintptr_t plk_preload_careful_lo = 0, plk_preload_careful_span = UINTPTR_MAX;
 
 static struct plk_real real;
-static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Looking glibc's functions up: NONE -> FINDING (one thread, the
+ * resolver, reads liburcu's code ranges) -> URCU (ranges known) -> DONE
+ * (every function looked up).  Not pthread_once: dlsym allocates (its
+ * error message, for a function an older glibc lacks), and an allocator
+ * whose locks are pthread mutexes (jemalloc, tcmalloc) then calls our
+ * pthread_mutex_lock from inside the lookup, which would wait on the
+ * once-control it is running under.  Instead the resolver, called back,
+ * goes on with what it has: the ranges, so it knows the allocator's
+ * mutex is none of liburcu's and makes it a proxylock, which needs no
+ * glibc function.  Other threads wait for the step they need.
+ */
+enum { RES_NONE, RES_FINDING, RES_URCU, RES_DONE };
+static uint32_t res_state;
+static uint32_t res_tid;  /* the resolver's TID, once it is running */
 
 #define URCU_RANGES 8
 static struct { uintptr_t lo, hi; } urcu_text[URCU_RANGES];
@@ -114,21 +136,35 @@ static int find_urcu(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Narrow the careful window to liburcu's code, unless stats want all. */
+/*
+ * Narrow the careful window to liburcu's code, or widen it to everything
+ * while stats want all.  Readers (plk_careful) see the pair unlocked, so
+ * the order matters.  The danger is one mix: the initial lo (0) with a
+ * narrow span, which would send a liburcu caller down the fast path.
+ * So lo is always stored first and span last, with release, and the
+ * reader loads span with acquire before lo: a reader that sees any span
+ * a publication stored also sees that publication's lo, and one that
+ * still sees the initial span (UINTPTR_MAX) takes the careful path for
+ * either lo (with lo = liburcu's start, every address but lo - 1, which
+ * is not liburcu's).  lo itself changes once, from 0 to liburcu's start,
+ * and every later publication stores that same value: widening for
+ * stats stores only a larger span, so no mix of two publications is
+ * anything but one of them.  On x86 both loads stay plain moves; arm64
+ * pays ldar for the span.
+ */
 static void careful_window_publish(void)
 {
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 
-	if (plk_lockstat_on) {
-		lo = 0;
-		hi = UINTPTR_MAX;
-	}
 	for (int i = 0; i < n_urcu_text; i++) {
 		lo = urcu_text[i].lo < lo ? urcu_text[i].lo : lo;
 		hi = urcu_text[i].hi > hi ? urcu_text[i].hi : hi;
 	}
-	__atomic_store_n(&plk_preload_careful_span, hi > lo ? hi - lo : 0, __ATOMIC_RELAXED);
+	if (hi <= lo)
+		lo = hi = 0;  /* no liburcu: an empty window */
 	__atomic_store_n(&plk_preload_careful_lo, lo, __ATOMIC_RELAXED);
+	__atomic_store_n(&plk_preload_careful_span, plk_lockstat_on ? UINTPTR_MAX : hi - lo,
+	                 __ATOMIC_RELEASE);
 }
 
 /* POSIX makes dlsym's object pointer a function pointer; ISO C has no
@@ -138,21 +174,30 @@ static void careful_window_publish(void)
 		memcpy(&real.field, &p_, sizeof(p_));           \
 	} while (0)
 
-static void resolve(void)
+/* Functions glibc added in 2.30.  The test build (-DPLK_PRELOAD_TEST_OLD_GLIBC)
+ * asks for names no glibc has, so dlsym answers as a glibc before 2.30
+ * would: NULL, after allocating its error message. */
+#ifdef PLK_PRELOAD_TEST_OLD_GLIBC
+#define SINCE_2_30(name) name "_not_before_2_30"
+#else
+#define SINCE_2_30(name) name
+#endif
+
+/* The mutex calls first: a glibc-only mutex an allocator might lock
+ * from inside a later lookup finds them already there. */
+static void resolve_functions(void)
 {
 	RESOLVE(mutex_init, "pthread_mutex_init", NULL);
 	RESOLVE(mutex_destroy, "pthread_mutex_destroy", NULL);
 	RESOLVE(mutex_lock, "pthread_mutex_lock", NULL);
 	RESOLVE(mutex_trylock, "pthread_mutex_trylock", NULL);
 	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock", NULL);
-	RESOLVE(mutex_clocklock, "pthread_mutex_clocklock", NULL);
 	RESOLVE(mutex_unlock, "pthread_mutex_unlock", NULL);
 	/* The condvar calls also exist in a GLIBC_2.2.5 compat version. */
 	RESOLVE(cond_init, "pthread_cond_init", "GLIBC_2.3.2");
 	RESOLVE(cond_destroy, "pthread_cond_destroy", "GLIBC_2.3.2");
 	RESOLVE(cond_wait, "pthread_cond_wait", "GLIBC_2.3.2");
 	RESOLVE(cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2");
-	RESOLVE(cond_clockwait, "pthread_cond_clockwait", NULL);
 	RESOLVE(cond_signal, "pthread_cond_signal", "GLIBC_2.3.2");
 	RESOLVE(cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2");
 	RESOLVE(sched_setaffinity, "sched_setaffinity", NULL);
@@ -165,19 +210,59 @@ static void resolve(void)
 	RESOLVE(pthread_setschedprio, "pthread_setschedprio", NULL);
 	RESOLVE(setpriority, "setpriority", NULL);
 	RESOLVE(getpriority, "getpriority", NULL);
-	dl_iterate_phdr(find_urcu, NULL);
-	careful_window_publish();
+	/* Optional (NULL before glibc 2.30): every use checks. */
+	RESOLVE(mutex_clocklock, SINCE_2_30("pthread_mutex_clocklock"), NULL);
+	RESOLVE(cond_clockwait, SINCE_2_30("pthread_cond_clockwait"), NULL);
 }
 
+static void res_advance(uint32_t state)
+{
+	__atomic_store_n(&res_state, state, __ATOMIC_RELEASE);
+	plk_futex_wake(&res_state, INT32_MAX);
+}
+
+/* Bring resolution to @want: run it, or wait for the thread that is. */
+static __attribute__((noinline)) void resolve(uint32_t want)
+{
+	uint32_t s = RES_NONE;
+
+	if (__atomic_compare_exchange_n(&res_state, &s, RES_FINDING, 0, __ATOMIC_ACQUIRE,
+	                                __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&res_tid, plk_tid(), __ATOMIC_RELAXED);
+		dl_iterate_phdr(find_urcu, NULL);  /* allocates nothing */
+		res_advance(RES_URCU);
+		resolve_functions();
+		careful_window_publish();  /* before DONE: preload_init's own comes after */
+		res_advance(RES_DONE);
+		return;
+	}
+	/* Only the resolver can find its own TID here (0 before it is set):
+	 * it is calling back from inside dlsym, past RES_URCU. */
+	if (__atomic_load_n(&res_tid, __ATOMIC_RELAXED) == plk_tid())
+		return;
+	while (s < want) {
+		plk_futex_wait(&res_state, s, CLOCK_MONOTONIC, NULL);
+		s = __atomic_load_n(&res_state, __ATOMIC_ACQUIRE);
+	}
+}
+
+/*
+ * glibc's functions.  On the resolver's own calls back from inside
+ * dlsym, those not yet looked up are still NULL: only an allocator's
+ * calls come back that way, and they are about its own mutexes, which
+ * are proxylocks and need none.
+ */
 const struct plk_real *plk_real(void)
 {
-	pthread_once(&real_once, resolve);
+	if (__builtin_expect(__atomic_load_n(&res_state, __ATOMIC_ACQUIRE) != RES_DONE, 0))
+		resolve(RES_DONE);
 	return &real;
 }
 
 bool plk_preload_from_urcu(uintptr_t ra)
 {
-	plk_real();
+	if (__builtin_expect(__atomic_load_n(&res_state, __ATOMIC_ACQUIRE) < RES_URCU, 0))
+		resolve(RES_URCU);
 	for (int i = 0; i < n_urcu_text; i++)
 		if (ra >= urcu_text[i].lo && ra < urcu_text[i].hi)
 			return true;
@@ -216,7 +301,121 @@ static bool caller_is_urcu(uintptr_t ra)
 
 /* --- mutexes --------------------------------------------------------- */
 
+/*
+ * Our slow paths allocate (the thread's registry record on its first
+ * contended call, the stats table's entries), and an allocator whose
+ * locks are pthread mutexes (jemalloc, tcmalloc) calls us back from
+ * inside.  A contended lock there must not enter the slow path again: it
+ * would allocate again, for ever, or wait on a once-control its own
+ * thread is running.  So, while a thread is inside one of our slow
+ * paths, its nested contended locks try and yield instead (needing
+ * neither the registry nor an allocation), and its nested locks are not
+ * counted.  The depth is a TLS word touched only off the fast paths.
+ */
+static __thread unsigned slow_depth __attribute__((tls_model("initial-exec")));
+
+static int lock_nested(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime)
+{
+	int err;
+
+	while ((err = proxylock_mutex_trylock(m)) == EBUSY) {
+		if (plk_owned_by_self(plk_word(m), plk_tid()))
+			return EDEADLK;
+		if (abstime && plk_deadline_passed(clock, abstime))
+			return ETIMEDOUT;
+		sched_yield();
+	}
+	return err;
+}
+
+/* Lock @m after a failed fast path (@timed: through the deadline checks). */
+static __attribute__((noinline)) int lock_slow(proxylock_mutex_t *m, bool timed, clockid_t clock,
+                                               const struct timespec *abstime)
+{
+	int err;
+
+	if (slow_depth)
+		return timed && (err = proxylock_mutex_trylock(m)) != EBUSY ? err
+		                                                            : lock_nested(m, clock, abstime);
+	slow_depth++;
+	err = timed ? proxylock_mutex_clocklock(m, clock, abstime) : plk_mutex_lock_slow(m, clock, abstime);
+	slow_depth--;
+	return err;
+}
+
+static __attribute__((noinline)) int unlock_slow(proxylock_mutex_t *m)
+{
+	int err;
+
+	slow_depth++;
+	err = plk_mutex_unlock_slow(m, true);
+	slow_depth--;
+	return err;
+}
+
 enum lock_op { OP_LOCK, OP_TRY, OP_TIMED };
+
+/*
+ * Deadline @abstime on clock @from, as the same instant on clock @to
+ * (both read now).  For a glibc before 2.30, which has only the
+ * CLOCK_REALTIME mutex call and the condvar's own clock: a step of the
+ * converted-to clock during the wait then moves the deadline, as it
+ * moves that of any such call.  An invalid @abstime is left for glibc to
+ * refuse with its EINVAL.
+ */
+static const struct timespec *deadline_on(clockid_t to, clockid_t from,
+                                          const struct timespec *abstime, struct timespec *out)
+{
+	const int64_t ns = 1000000000;
+	struct timespec f, t;
+	int64_t left, nsec;
+
+	if (to == from || !plk_timespec_valid(abstime))
+		return abstime;
+	clock_gettime(from, &f);
+	clock_gettime(to, &t);
+	left = ((int64_t)abstime->tv_sec - f.tv_sec) * ns + (abstime->tv_nsec - f.tv_nsec);
+	nsec = t.tv_nsec + left % ns;
+	out->tv_sec = t.tv_sec + (time_t)(left / ns) + (time_t)(nsec / ns);
+	out->tv_nsec = nsec % ns;
+	if (out->tv_nsec < 0) {
+		out->tv_nsec += ns;
+		out->tv_sec--;
+	}
+	return out;
+}
+
+/* glibc's pthread_mutex_clocklock, or before 2.30 its timedlock on the
+ * CLOCK_REALTIME equivalent; EINVAL for other clocks, as glibc says. */
+static int real_clocklock(pthread_mutex_t *pm, clockid_t clock, const struct timespec *abstime)
+{
+	const struct plk_real *r = plk_real();
+	struct timespec ts;
+
+	if (clock == CLOCK_REALTIME)
+		return r->mutex_timedlock(pm, abstime);
+	if (r->mutex_clocklock)
+		return r->mutex_clocklock(pm, clock, abstime);
+	if (clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return r->mutex_timedlock(pm, deadline_on(CLOCK_REALTIME, clock, abstime, &ts));
+}
+
+/* glibc's pthread_cond_clockwait, or before 2.30 its timedwait on the
+ * condvar's own clock (where glibc keeps it, we do: plk_cond_clock). */
+static int real_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
+                          const struct timespec *abstime)
+{
+	const struct plk_real *r = plk_real();
+	struct timespec ts;
+
+	if (r->cond_clockwait)
+		return r->cond_clockwait(c, pm, clock, abstime);
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return r->cond_timedwait(c, pm, deadline_on(plk_cond_clock((proxylock_cond_t *)c), clock,
+	                                            abstime, &ts));
+}
 
 static int glibc_lock_op(pthread_mutex_t *pm, enum lock_op op, clockid_t clock,
                          const struct timespec *abstime)
@@ -225,8 +424,7 @@ static int glibc_lock_op(pthread_mutex_t *pm, enum lock_op op, clockid_t clock,
 	case OP_TRY:
 		return plk_real()->mutex_trylock(pm);
 	case OP_TIMED:
-		return clock == CLOCK_REALTIME ? plk_real()->mutex_timedlock(pm, abstime)
-		                               : plk_real()->mutex_clocklock(pm, clock, abstime);
+		return real_clocklock(pm, clock, abstime);
 	default:
 		return plk_real()->mutex_lock(pm);
 	}
@@ -247,16 +445,19 @@ static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uin
 	if (op == OP_TRY) {
 		err = proxylock_mutex_trylock(m);
 	} else if (op == OP_TIMED) {
-		err = proxylock_mutex_clocklock(m, clock, abstime);
+		err = lock_slow(m, true, clock, abstime);
 	} else if (plk_mutex_lock_fast(m)) {
 		err = 0;
 	} else {
 		contended = !plk_owned_by_self(plk_word(m), plk_tid());
 		t0 = plk_now_ns();
-		err = plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+		err = lock_slow(m, false, CLOCK_REALTIME, NULL);
 	}
-	if (err == 0 && plk_lockstat_on)
+	if (err == 0 && plk_lockstat_on && !slow_depth) {
+		slow_depth++;  /* the table allocates */
 		plk_lockstat_mutex(pm, contended, contended ? plk_now_ns() - t0 : 0);
+		slow_depth--;
+	}
 	return err;
 }
 
@@ -266,7 +467,16 @@ static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm, u
 
 	if (caller_is_urcu(ra) || mutex_is_glibc(pm))
 		return plk_real()->mutex_unlock(pm);
-	return plk_mutex_unlock_fast(m) ? 0 : plk_mutex_unlock_slow(m, true);
+	return plk_mutex_unlock_fast(m) ? 0 : unlock_slow(m);
+}
+
+/* PROXYLOCK_PI (see the top): may a PTHREAD_PRIO_INHERIT mutex be ours? */
+static bool pi_as_proxylock(void)
+{
+	int pi = plk_config()->pi;
+
+	return pi == PLK_PI_PROXY ||
+	       (pi == PLK_PI_AUTO && (proxylock_donate_kinds() & PROXYLOCK_DONATE_RT));
 }
 
 PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)
@@ -281,7 +491,8 @@ PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t
 		pthread_mutexattr_getprotocol(attr, &protocol);
 	}
 	if (caller_is_urcu(RETURN_ADDRESS()) || pshared != PTHREAD_PROCESS_PRIVATE ||
-	    robust != PTHREAD_MUTEX_STALLED || protocol == PTHREAD_PRIO_PROTECT)
+	    robust != PTHREAD_MUTEX_STALLED || protocol == PTHREAD_PRIO_PROTECT ||
+	    (protocol == PTHREAD_PRIO_INHERIT && !pi_as_proxylock()))
 		return plk_real()->mutex_init(pm, attr);
 	memset(pm, 0, sizeof(*pm));
 	((proxylock_mutex_t *)pm)->__flags = (uint32_t)type & PLK_TYPE_MASK;
@@ -309,7 +520,7 @@ PLK_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm)
 		return mutex_lock_careful(pm, ra, OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_mutex_lock_fast(m))
 		return 0;
-	return plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+	return lock_slow(m, false, CLOCK_REALTIME, NULL);
 }
 
 PLK_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm)
@@ -321,7 +532,7 @@ PLK_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm)
 		return mutex_unlock_careful(pm, ra);
 	if (plk_mutex_unlock_fast(m))
 		return 0;
-	return plk_mutex_unlock_slow(m, true);
+	return unlock_slow(m);
 }
 
 PLK_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm)
@@ -340,7 +551,7 @@ PLK_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
 
 	if (MUTEX_CAREFUL(pm, ra))
 		return mutex_lock_careful(pm, ra, OP_TIMED, clock, abstime);
-	return proxylock_mutex_clocklock((proxylock_mutex_t *)pm, clock, abstime);
+	return lock_slow((proxylock_mutex_t *)pm, true, clock, abstime);
 }
 
 PLK_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abstime)
@@ -349,7 +560,7 @@ PLK_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespe
 
 	if (MUTEX_CAREFUL(pm, ra))
 		return mutex_lock_careful(pm, ra, OP_TIMED, CLOCK_REALTIME, abstime);
-	return proxylock_mutex_clocklock((proxylock_mutex_t *)pm, CLOCK_REALTIME, abstime);
+	return lock_slow((proxylock_mutex_t *)pm, true, CLOCK_REALTIME, abstime);
 }
 
 /* --- condition variables --------------------------------------------- */
@@ -376,23 +587,42 @@ static const struct plk_mutex_ops glibc_mutex_ops = { glibc_mutex_lock, glibc_mu
  * over a private glibc mutex, at most 1 ms at a time: a signal that falls
  * between our unlock and glibc's queueing is late, never lost, and the
  * early return is a spurious wake-up, which POSIX allows.
+ *
+ * Cancelled inside glibc's wait, the thread leaves holding the helper,
+ * which glibc retook, and not the application's mutex, which POSIX says
+ * its cleanup handlers find held: ours swaps them back first.
  */
+struct shared_wait {
+	pthread_mutex_t helper;
+	pthread_mutex_t *pm;
+};
+
+static void shared_wait_cancelled(void *arg)
+{
+	struct shared_wait *w = arg;
+
+	plk_real()->mutex_unlock(&w->helper);
+	pthread_mutex_lock(w->pm);
+}
+
 static int shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
                             const struct timespec *abstime)
 {
-	pthread_mutex_t helper;
+	struct shared_wait w = { .pm = pm };
 	struct timespec soon;
 	const struct timespec *until = plk_deadline_within(clock, 1000 * 1000, abstime, &soon);
 	int err;
 
-	plk_real()->mutex_init(&helper, NULL);
-	plk_real()->mutex_lock(&helper);
+	plk_real()->mutex_init(&w.helper, NULL);
+	plk_real()->mutex_lock(&w.helper);
 	if ((err = pthread_mutex_unlock(pm)) != 0) {
-		plk_real()->mutex_unlock(&helper);
+		plk_real()->mutex_unlock(&w.helper);
 		return err;
 	}
-	plk_real()->cond_clockwait(c, &helper, clock, until);
-	plk_real()->mutex_unlock(&helper);
+	pthread_cleanup_push(shared_wait_cancelled, &w);
+	real_clockwait(c, &w.helper, clock, until);
+	pthread_cleanup_pop(0);
+	plk_real()->mutex_unlock(&w.helper);
 	err = pthread_mutex_lock(pm);
 	if (err == 0 && abstime && plk_deadline_passed(clock, abstime))
 		err = ETIMEDOUT;
@@ -402,18 +632,26 @@ static int shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t cl
 static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
                          const struct timespec *abstime)
 {
-	if (plk_lockstat_on)
+	int err;
+
+	if (plk_lockstat_on && !slow_depth) {
+		slow_depth++;
 		plk_lockstat_cond(c);
+		slow_depth--;
+	}
 	if (cond_is_glibc(c)) {
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
 		if (mutex_is_glibc(pm))
-			return abstime ? plk_real()->cond_clockwait(c, pm, clock, abstime)
+			return abstime ? real_clockwait(c, pm, clock, abstime)
 			               : plk_real()->cond_wait(c, pm);
 		return shared_cond_wait(c, pm, clock, abstime);
 	}
-	return plk_cond_wait((proxylock_cond_t *)c, pm, mutex_is_glibc(pm) ? &glibc_mutex_ops : NULL,
-	                     clock, abstime);
+	slow_depth++;  /* its first wait allocates the thread's record */
+	err = plk_cond_wait((proxylock_cond_t *)c, pm, mutex_is_glibc(pm) ? &glibc_mutex_ops : NULL,
+	                    clock, abstime);
+	slow_depth--;
+	return err;
 }
 
 PLK_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr)
@@ -461,7 +699,7 @@ PLK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, cl
                                       const struct timespec *abstime)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()))
-		return plk_real()->cond_clockwait(c, pm, clock, abstime);
+		return real_clockwait(c, pm, clock, abstime);
 	if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
 		return EINVAL;
 	return cond_wait_any(c, pm, clock, abstime);
@@ -471,7 +709,9 @@ PLK_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
 		return plk_real()->cond_signal(c);
+	slow_depth++;  /* lending to the mutex's owner may allocate its record */
 	plk_cond_wake((proxylock_cond_t *)c, false);
+	slow_depth--;
 	return 0;
 }
 
@@ -479,7 +719,9 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
 		return plk_real()->cond_broadcast(c);
+	slow_depth++;  /* lending to the mutex's owner may allocate its record */
 	plk_cond_wake((proxylock_cond_t *)c, true);
+	slow_depth--;
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
- * functions (resolved once with dlsym(RTLD_NEXT)) and the test of
+ * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock and
+ * cond_clockwait are NULL before glibc 2.30) and the test of
  * whether a call comes from liburcu (see preload.c).
  */
 #ifndef PLK_PRELOAD_H
@@ -56,13 +57,17 @@ PLK_HIDDEN extern uintptr_t plk_preload_careful_lo, plk_preload_careful_span;
 /** plk_preload_from_urcu - true if return address @ra is in liburcu's code. */
 PLK_HIDDEN bool plk_preload_from_urcu(uintptr_t ra);
 
-/** plk_careful - the one test on every interposed fast path. */
+/**
+ * plk_careful - the one test on every interposed fast path.  span is
+ * loaded first, with acquire, then lo: the order careful_window_publish()
+ * (preload.c) relies on, so that no caller sees the initial lo (0) with
+ * a narrowed span.  On x86 both are plain moves.
+ */
 static inline bool plk_careful(uintptr_t ra)
 {
-	/* Relaxed loads (plain moves): a caller that sees the window half
-	 * published only takes the careful path, which decides exactly. */
-	return ra - __atomic_load_n(&plk_preload_careful_lo, __ATOMIC_RELAXED) <
-	       __atomic_load_n(&plk_preload_careful_span, __ATOMIC_RELAXED);
+	uintptr_t span = __atomic_load_n(&plk_preload_careful_span, __ATOMIC_ACQUIRE);
+
+	return ra - __atomic_load_n(&plk_preload_careful_lo, __ATOMIC_RELAXED) < span;
 }
 
 #endif /* PLK_PRELOAD_H */

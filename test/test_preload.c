@@ -9,6 +9,7 @@
  * (and asserts that it is there, from the lock word's encoding).
  */
 #include <dlfcn.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -64,7 +65,7 @@ START_TEST(static_initializers_give_each_type_its_posix_semantics)
 }
 END_TEST
 
-START_TEST(attributes_select_the_type_and_priority_inherit_becomes_a_proxylock)
+START_TEST(attributes_select_the_type)
 {
 	static const int types[] = { PTHREAD_MUTEX_NORMAL, PTHREAD_MUTEX_RECURSIVE,
 	                             PTHREAD_MUTEX_ERRORCHECK, PTHREAD_MUTEX_ADAPTIVE_NP };
@@ -74,7 +75,6 @@ START_TEST(attributes_select_the_type_and_priority_inherit_becomes_a_proxylock)
 	for (int i = 0; i < 4; i++) {
 		pthread_mutexattr_init(&a);
 		pthread_mutexattr_settype(&a, types[i]);
-		pthread_mutexattr_setprotocol(&a, i == 3 ? PTHREAD_PRIO_INHERIT : PTHREAD_PRIO_NONE);
 		ck_assert_int_eq(pthread_mutex_init(&m, &a), 0);
 		ck_assert_int_eq(pthread_mutex_lock(&m), 0);
 		ck_assert(word_is_tid(&m));
@@ -276,6 +276,82 @@ START_TEST(condattr_clock_is_honoured_and_bad_deadlines_refused)
 }
 END_TEST
 
+/* Deadlines on glibc's own objects reach glibc's clock-taking calls, or,
+ * on a glibc without them (the preload-oldglibc test), their fallbacks. */
+static bool timed_out_after_20ms(int err, uint64_t t0)
+{
+	return err == ETIMEDOUT && mono_ns() - t0 >= 19 * 1000000ull;
+}
+
+/* Waits may wake spuriously (and a glibc condvar with a proxylock mutex
+ * does, every 1 ms): wait again until the deadline answers. */
+static int clockwait_until_timeout(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+                                   const struct timespec *dl)
+{
+	int err;
+
+	while ((err = pthread_cond_clockwait(c, m, clock, dl)) == 0)
+		;
+	return err;
+}
+
+static void *clocklock_from_other_thread(void *pm)
+{
+	struct timespec dl = abstime_in(CLOCK_MONOTONIC, 20 * 1000000L);
+	uint64_t t0 = mono_ns();
+
+	return (void *)(intptr_t)timed_out_after_20ms(pthread_mutex_clocklock(pm, CLOCK_MONOTONIC, &dl), t0);
+}
+
+START_TEST(glibc_objects_take_deadlines_on_either_clock)
+{
+	static const clockid_t clocks[] = { CLOCK_MONOTONIC, CLOCK_REALTIME };
+	pthread_mutex_t pm, m = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutexattr_t ma;
+	pthread_condattr_t ca;
+	pthread_cond_t c[2];
+	struct timespec dl;
+	pthread_t th;
+	void *ok;
+
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_mutex_init(&pm, &ma), 0);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_cond_init(&c[0], &ca), 0);                 /* CLOCK_REALTIME */
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	ck_assert_int_eq(pthread_cond_init(&c[1], &ca), 0);
+
+	ck_assert_int_eq(pthread_mutex_lock(&pm), 0);
+	dl = abstime_in(CLOCK_MONOTONIC, 1000000L);
+	ck_assert_int_eq(pthread_mutex_clocklock(&pm, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
+	pthread_create(&th, NULL, clocklock_from_other_thread, &pm);
+	pthread_join(th, &ok);
+	ck_assert_msg(ok, "clocklock(CLOCK_MONOTONIC) on a glibc mutex did not time out after 20 ms");
+	for (int i = 0; i < 2; i++) {
+		for (int k = 0; k < 2; k++) {
+			uint64_t t0 = mono_ns();
+
+			dl = abstime_in(clocks[k], 20 * 1000000L);
+			ck_assert_msg(timed_out_after_20ms(clockwait_until_timeout(&c[i], &pm, clocks[k], &dl), t0),
+			              "glibc condvar %d, glibc mutex, clock %d", i, (int)clocks[k]);
+			t0 = mono_ns();
+			ck_assert_int_eq(pthread_mutex_lock(&m), 0);
+			dl = abstime_in(clocks[k], 20 * 1000000L);
+			ck_assert_msg(timed_out_after_20ms(clockwait_until_timeout(&c[i], &m, clocks[k], &dl), t0),
+			              "glibc condvar %d, proxylock mutex, clock %d", i, (int)clocks[k]);
+			ck_assert(word_is_tid(&m));
+			ck_assert_int_eq(pthread_mutex_unlock(&m), 0);
+		}
+	}
+	ck_assert_int_eq(pthread_mutex_unlock(&pm), 0);
+	pthread_cond_destroy(&c[0]);
+	pthread_cond_destroy(&c[1]);
+	pthread_mutex_destroy(&pm);
+}
+END_TEST
+
 START_TEST(c11_mutexes_and_condvars_keep_their_return_codes)
 {
 	mtx_t m, r;
@@ -407,6 +483,56 @@ START_TEST(pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex)
 }
 END_TEST
 
+/* The same with a process-shared (so glibc's) condvar and an ERRORCHECK
+ * proxylock mutex: the cleanup handler must find the mutex its own. */
+static pthread_mutex_t sx_lock = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+static pthread_cond_t sx_cond;
+static int sx_waiting, sx_unlock_in_cleanup = -1;
+
+static void sx_cleanup(void *arg)
+{
+	(void)arg;
+	sx_unlock_in_cleanup = pthread_mutex_unlock(&sx_lock);
+}
+
+static void *sx_waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&sx_lock);
+	__atomic_store_n(&sx_waiting, 1, __ATOMIC_RELEASE);
+	pthread_cleanup_push(sx_cleanup, NULL);
+	for (;;)
+		pthread_cond_wait(&sx_cond, &sx_lock);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+START_TEST(cancelling_a_wait_on_a_shared_condvar_retakes_the_proxylock_mutex)
+{
+	pthread_condattr_t ca;
+	pthread_t th;
+	void *rc;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+	ck_assert_int_eq(pthread_cond_init(&sx_cond, &ca), 0);
+	pthread_create(&th, NULL, sx_waiter, NULL);
+	/* Waiting: it has said so under the mutex, and released it. */
+	while (!__atomic_load_n(&sx_waiting, __ATOMIC_ACQUIRE) || pthread_mutex_trylock(&sx_lock) != 0)
+		usleep(100);
+	ck_assert_int_eq(pthread_mutex_unlock(&sx_lock), 0);
+	usleep(5000);
+	pthread_cancel(th);
+	pthread_join(th, &rc);
+	ck_assert_ptr_eq(rc, PTHREAD_CANCELED);
+	ck_assert_msg(sx_unlock_in_cleanup == 0,
+	              "the cleanup handler's unlock returned %d: the mutex was not retaken", sx_unlock_in_cleanup);
+	ck_assert_int_eq(pthread_mutex_trylock(&sx_lock), 0);
+	ck_assert_int_eq(pthread_mutex_unlock(&sx_lock), 0);
+	ck_assert_int_eq(pthread_cond_destroy(&sx_cond), 0);
+}
+END_TEST
+
 static pthread_mutex_t fk_busy = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fk_cond = PTHREAD_COND_INITIALIZER;
 static int fk_stop;
@@ -460,6 +586,155 @@ START_TEST(a_fork_child_of_a_busy_process_has_consistent_locks)
 }
 END_TEST
 
+/* --- PTHREAD_PRIO_INHERIT: PROXYLOCK_PI ------------------------------- */
+
+static const char *pi_mode(void)
+{
+	const char *s = getenv("PROXYLOCK_PI");
+
+	return s && *s ? s : "auto";
+}
+
+static unsigned caps_of_interposer(void)
+{
+	unsigned (*caps)(void);
+	void *p = dlsym(RTLD_DEFAULT, "proxylock_caps");
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(&caps, &p, sizeof(p));
+	return caps();
+}
+
+/* glibc's PTHREAD_MUTEX_PRIO_INHERIT_NP bit in __kind: glibc initialised
+ * the mutex as a kernel PI one, and keeps it. */
+static bool kept_glibc_pi(const pthread_mutex_t *m)
+{
+	return m->__data.__kind & 0x20;
+}
+
+static void pi_mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+	ck_assert_int_eq(pthread_mutex_init(m, &a), 0);
+	pthread_mutexattr_destroy(&a);
+}
+
+/* The priority the scheduler runs @tid at, boosts included (field 18 of
+ * its stat: 20 + nice, or -1 - RT priority); sched_getattr shows only
+ * the base, which kernel PI leaves alone and a proxylock's RT loan sets. */
+static int sched_prio_of(pid_t tid)
+{
+	char path[64], buf[512], *p;
+	int prio = 1000;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %d", &prio);
+	fclose(f);
+	return prio;
+}
+
+static pthread_mutex_t pi_lock;
+
+static void *pi_fifo_waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&pi_lock);
+	pthread_mutex_unlock(&pi_lock);
+	return NULL;
+}
+
+/* Where RT can be lent (root): auto and proxy make a proxylock, which
+ * lends the FIFO waiter's policy to the holder; kernel keeps glibc's PI
+ * mutex, and the kernel boosts the holder without touching its policy. */
+START_TEST(priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent)
+{
+	bool kernel = strcmp(pi_mode(), "kernel") == 0;
+	struct sched_param sp = { .sched_priority = 10 };
+	pthread_attr_t ta;
+	pthread_t th;
+
+	ck_assert_msg(caps_of_interposer() & PROXYLOCK_DONATE_RT, "needs RT permission (root)");
+	pi_mutex_init(&pi_lock);
+	ck_assert_int_eq(kept_glibc_pi(&pi_lock), kernel);
+	ck_assert_int_eq(kview_of(0).policy, SCHED_OTHER);
+	ck_assert_int_eq(pthread_mutex_lock(&pi_lock), 0);
+	pthread_attr_init(&ta);
+	pthread_attr_setinheritsched(&ta, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&ta, SCHED_FIFO);
+	pthread_attr_setschedparam(&ta, &sp);
+	ck_assert_int_eq(pthread_create(&th, &ta, pi_fifo_waiter, NULL), 0);
+	ck_assert_msg(eventually(sched_prio_of(gettid_()) == -11, 3000),
+	              "holder not boosted to FIFO 10: prio %d", sched_prio_of(gettid_()));
+	ck_assert_int_eq(kview_of(0).policy, kernel ? SCHED_OTHER : SCHED_FIFO);
+	ck_assert_int_eq(pthread_mutex_unlock(&pi_lock), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(kview_of(0).policy, SCHED_OTHER);
+	ck_assert_int_ne(sched_prio_of(gettid_()), -11);
+	ck_assert_int_eq(pthread_mutex_destroy(&pi_lock), 0);
+}
+END_TEST
+
+static void *trylock_other(void *m)
+{
+	return (void *)(intptr_t)pthread_mutex_trylock(m);
+}
+
+/* In a child without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 (a thread made
+ * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy. */
+static int pi_child_without_rt(bool want_glibc)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+	struct rlimit zero = { 0, 0 };
+	struct sched_param sp = { .sched_priority = 1 };
+	pthread_mutex_t m;
+	pthread_t th;
+	void *busy;
+
+	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || syscall(SYS_capget, &hdr, data) != 0)
+		return 10;
+	for (int i = 0; i < 2; i++)
+		data[i].effective = data[i].permitted = data[i].inheritable = 0;
+	if (syscall(SYS_capset, &hdr, data) != 0)
+		return 11;
+	if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) != -1 || errno != EPERM)
+		return 12;  /* RT must really be refused here */
+	if (caps_of_interposer() & PROXYLOCK_DONATE_RT)
+		return 13;  /* probed before we dropped it */
+	pi_mutex_init(&m);
+	if (kept_glibc_pi(&m) != want_glibc)
+		return 14;
+	if (pthread_mutex_lock(&m) != 0 || (!want_glibc && !word_is_tid(&m)))
+		return 15;  /* glibc's PI word is the TID too: checked only for proxylocks */
+	pthread_create(&th, NULL, trylock_other, &m);
+	pthread_join(th, &busy);
+	if ((intptr_t)busy != EBUSY || pthread_mutex_unlock(&m) != 0 || pthread_mutex_destroy(&m) != 0)
+		return 16;
+	return 0;
+}
+
+START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
+{
+	bool want_glibc = strcmp(pi_mode(), "proxy") != 0;
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(pi_child_without_rt(want_glibc));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "PROXYLOCK_PI=%s: child failed at step %d (status %#x)", pi_mode(),
+	              WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+}
+END_TEST
+
 static Suite *preload_suite(void)
 {
 	Suite *s = suite_create("preload");
@@ -468,17 +743,24 @@ static Suite *preload_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, the_interposer_is_loaded_and_owns_default_mutexes);
 	tcase_add_test(tc, static_initializers_give_each_type_its_posix_semantics);
-	tcase_add_test(tc, attributes_select_the_type_and_priority_inherit_becomes_a_proxylock);
+	tcase_add_test(tc, attributes_select_the_type);
 	tcase_add_test(tc, timed_locks_check_their_arguments_and_time_out);
 	tcase_add_test(tc, a_normal_mutex_may_be_unlocked_by_another_thread_as_in_glibc);
 	tcase_add_test(tc, robust_shared_and_protect_mutexes_stay_glibcs_and_keep_its_semantics);
 	tcase_add_test(tc, a_process_shared_mutex_and_condvar_work_across_processes);
 	tcase_add_test(tc, static_condvars_carry_every_item_with_no_lost_wakeup);
 	tcase_add_test(tc, condattr_clock_is_honoured_and_bad_deadlines_refused);
+	tcase_add_test(tc, glibc_objects_take_deadlines_on_either_clock);
 	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
 	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
 	tcase_add_test(tc, pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex);
+	tcase_add_test(tc, cancelling_a_wait_on_a_shared_condvar_retakes_the_proxylock_mutex);
 	tcase_add_test(tc, a_fork_child_of_a_busy_process_has_consistent_locks);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pi");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent);
+	tcase_add_test(tc, priority_inherit_stays_the_kernels_where_rt_cannot_be_lent);
 	suite_add_tcase(s, tc);
 	return s;
 }
