@@ -32,7 +32,9 @@
  *      PLK_WAITERS is set), so the owner cannot change between reading
  *      the TID and the syscall.  A releaser withdraws its own entry
  *      after releasing the word and waking the next owner (nobody can
- *      lend to it through L any more) and before unlock returns.
+ *      lend to it through L any more) and before unlock returns; a
+ *      non-owner's (lax) unlock withdraws the owner's entry under the
+ *      bucket, before anyone can take L and be lent to through it.
  *  I4  B(T) is read from the kernel when T.held goes from empty to
  *      non-empty (T is not boosted then, so the kernel's view is B(T)),
  *      and by a waiter, of itself, before it queues unboosted.  A copy
@@ -40,13 +42,14 @@
  *      first read only to conclude that the lend changes nothing, so no
  *      call is ever made on a stale base.  Nothing is lent to a TID that
  *      is not a live thread of this process.
- *  I5  Lock order: bucket lock, then one record lock at a time.  Two
- *      bucket locks are held together only by a condvar moving its
- *      waiters onto a mutex queue (cond.c), in address order.  A record
- *      lock is always the innermost lock held.  A chain walk drops one
- *      bucket before taking the next and revalidates (T still waits on
- *      L), as rt_mutex_adjust_prio_chain does; it is bounded by
- *      PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.
+ *  I5  Lock order: a bucket lock (two only while a condvar moves its
+ *      waiters onto a mutex queue, cond.c, in address order), then at
+ *      most one record lock, then the registry's free-list lock (a
+ *      leaf).  A chain walk drops one bucket before taking the next and
+ *      revalidates (T still waits on L), as rt_mutex_adjust_prio_chain
+ *      does; it is bounded by PROXYLOCK_CHAIN_MAX, so it never loops on
+ *      a cycle.  (Still to move out from under these locks: the sched_*
+ *      calls made here, and a new record's slab mmap.)
  */
 #include <numa.h>
 #include <pthread.h>
