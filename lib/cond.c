@@ -375,27 +375,29 @@ static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
 static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
                                 const struct timespec *abstime)
 {
-	int checks = 0, err;
+	const struct timespec *until = abstime;
+	clockid_t park_clock = clock;
+	struct timespec slice;
+	bool sliced = false, timedout;
+	int checks = 0;
 	uint32_t st;
-	bool timedout;
 
 	for (;;) {
-		struct timespec slice;
-		const struct timespec *until = abstime;
-		clockid_t park_clock = clock;
-
 		/* Moved onto a proxylock's queue: watch its owner, as its
-		 * own waiters do (mutex.c). */
-		if (!w->ops && __atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE))
+		 * own waiters do (mutex.c).  A slice's end stays put across
+		 * spurious wake-ups (a TSan build's polls are such). */
+		if (!sliced && !w->ops && __atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE)) {
 			until = plk_mutex_sleep_until(w->m, checks, &park_clock, abstime, &slice);
+			sliced = true;
+		}
 		st = cond_park(w->me, park_clock, until, &timedout);
 		if (st != PLK_PARK_WAITING || (timedout && until == abstime))
 			return st;
 		if (!timedout)
 			continue;
 		checks++;
-		err = plk_mutex_owner_check(w->m, w->me);
-		if (err == EOWNERDEAD)
+		sliced = false;
+		if (plk_mutex_owner_check(w->m, w->me) == EOWNERDEAD)
 			return PLK_PARK_OWNERDEAD;
 	}
 }

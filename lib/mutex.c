@@ -574,11 +574,13 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			const struct timespec *until =
 				plk_mutex_sleep_until(m, checks, &park_clock, abstime, &slice);
 
-			st = plk_waitq_park(me, park_clock, until, &timedout);
-			if (st != PLK_PARK_WAITING || (timedout && until == abstime))
+			/* Spurious wake-ups (a stale wake of a recycled record)
+			 * sleep on to the same end of slice. */
+			do
+				st = plk_waitq_park(me, park_clock, until, &timedout);
+			while (st == PLK_PARK_WAITING && !timedout);
+			if (st != PLK_PARK_WAITING || until == abstime)
 				break;
-			if (!timedout)
-				continue;  /* spurious */
 			checks++;
 			if ((err = plk_mutex_owner_check(m, me)) >= 0)
 				return err;
