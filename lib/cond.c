@@ -208,7 +208,7 @@ static int mutex_take(proxylock_mutex_t *m, struct plk_thread *me, uint32_t st)
 		return EOWNERDEAD;  /* moved to m's queue, then took it from a dead owner */
 	if (st == PLK_PARK_WOKEN && me->requeued)
 		return plk_mutex_lock_requeued(m, me);
-	return plk_mutex_lock_fast(m) ? 0 : plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
+	return plk_mutex_lock_fast(m) ? 0 : plk_mutex_lock_retake(m);
 }
 
 /* Retake @m after a wait that ended in park state @st; restore *@h. */
@@ -346,6 +346,8 @@ static uint32_t cond_park(struct plk_thread *me, clockid_t clock,
 	uint32_t st;
 
 	pthread_testcancel();
+	if (!abstime)
+		clock = CLOCK_MONOTONIC;  /* a poll immune to wall-clock steps */
 	until = plk_deadline_within(clock, COND_PARK_SLICE_NS, abstime, &slice);
 	st = plk_waitq_park(me, clock, until, timedout);
 	if (until != abstime)
@@ -384,9 +386,13 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 
 	for (;;) {
 		/* Moved onto a proxylock's queue: watch its owner, as its
-		 * own waiters do (mutex.c).  A slice's end stays put across
+		 * own waiters do (mutex.c).  With a robust mutex, slice from
+		 * the start: the mover's wake-up to start slicing may come
+		 * before we sleep.  (plk_mutex_owner_check acts only once we
+		 * are on the mutex's queue.)  A slice's end stays put across
 		 * spurious wake-ups (a TSan build's polls are such). */
-		if (!sliced && !w->ops && __atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE)) {
+		if (!sliced && !w->ops && (__atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE) ||
+		                           (((proxylock_mutex_t *)w->m)->__flags & PLK_ROBUST))) {
 			until = plk_mutex_sleep_until(w->m, checks, &park_clock, abstime, &slice);
 			sliced = true;
 		}
@@ -599,8 +605,10 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 	tsan_internal_begin(c);
 	for (;;) {
 		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);
-		if (!mu || (mu & MUTEX_IS_GLIBC))
+		if (!mu || (mu & MUTEX_IS_GLIBC)) {
+			moved = MOVE_WAKE;  /* no queue of ours to move onto */
 			break;
+		}
 		moved = move_to_mutex(c, (proxylock_mutex_t *)mu, all);
 		if (moved != MOVE_RETRY && moved != MOVE_MORE)
 			break;

@@ -299,7 +299,12 @@ void plk_lockstat_fork_child(void)
 
 void plk_lockstat_enable(void)
 {
-	table = cds_lfht_new(64, 64, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, NULL);
+	/* A fixed size: liburcu resizes through call_rcu and malloc from
+	 * inside a read-side section, and an allocator whose locks are
+	 * pthread mutexes would then wait there, on a lock whose unlock may
+	 * need a bucket fork's prepare holds.  Chains grow past 4096 locks;
+	 * only stats pay for that. */
+	table = cds_lfht_new(4096, 4096, 4096, 0, NULL);
 	if (!table)
 		return;
 	report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);

@@ -505,12 +505,13 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 }
 
 /*
- * Queue and sleep until @m is ours.  @woken: we were queued on @m before and have
- * been woken (M3: re-queue at the head, keep enq_ns).  Returns 0,
- * ETIMEDOUT or EDEADLK.
+ * Queue and sleep until @m is ours.  @woken: we were queued on @m before
+ * and have been woken (M3: re-queue at the head, keep enq_ns).  @retake:
+ * a condvar wait retaking its mutex, which may not fail, so no cycle
+ * check (it waits, as glibc's would).  Returns 0, ETIMEDOUT or EDEADLK.
  */
 static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self,
-                      clockid_t clock, const struct timespec *abstime, bool woken)
+                      clockid_t clock, const struct timespec *abstime, bool woken, bool retake)
 {
 	bool robust = m->__flags & PLK_ROBUST;
 	int checks = 0;
@@ -555,7 +556,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */
-		if (plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
+		if (!retake && plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
 			plk_waitq_dequeue(me);
 			if (!plk_waitq_first(b, m))
 				plk_cas_word(m, w, w & ~PLK_WAITERS);
@@ -593,8 +594,9 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	}
 }
 
-__attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
-                                                  const struct timespec *abstime)
+/* After a failed fast path: relock rules (unless @retake), spin, block. */
+static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime,
+                     bool retake)
 {
 	uint32_t self = plk_tid(), w = plk_word(m);
 	struct plk_thread *me;
@@ -603,7 +605,7 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 
 	if ((err = unusable(m, w)))
 		return err;
-	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
+	if (!retake && plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
 		return err;
 	if (abstime && !plk_timespec_valid(abstime))
 		return EINVAL;
@@ -619,11 +621,22 @@ __attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
 	me = plk_thread_self();
-	err = me ? lock_block(m, me, self, clock, abstime, false)
+	err = me ? lock_block(m, me, self, clock, abstime, false, retake)
 	         : lock_yielding(m, self, clock, abstime);
 	if (err == 0)
 		PLK_PROBE3(acquired, m, self, plk_now_ns() - t0);
 	return err;
+}
+
+__attribute__((noinline)) int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
+                                                  const struct timespec *abstime)
+{
+	return lock_slow(m, clock, abstime, false);
+}
+
+int plk_mutex_lock_retake(proxylock_mutex_t *m)
+{
+	return lock_slow(m, CLOCK_REALTIME, NULL, true);
 }
 
 bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me)
@@ -634,7 +647,7 @@ bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me)
 int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 {
 	plk_stat_inc(contended);
-	return lock_block(m, me, plk_tid(), CLOCK_REALTIME, NULL, true);
+	return lock_block(m, me, plk_tid(), CLOCK_REALTIME, NULL, true, true);
 }
 
 /* --- lock ------------------------------------------------------------ */

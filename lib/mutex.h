@@ -176,9 +176,17 @@ PLK_HIDDEN int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
 PLK_HIDDEN int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax);
 
 /**
+ * plk_mutex_lock_retake - a condvar wait retaking @m after a failed fast
+ * path: as plk_mutex_lock_slow with no deadline, but never EDEADLK (a
+ * wait may not return without its mutex; in a real cycle it waits).
+ */
+PLK_HIDDEN int plk_mutex_lock_retake(proxylock_mutex_t *m);
+
+/**
  * plk_mutex_lock_requeued - take @m after being woken (PLK_PARK_WOKEN)
  * off @m's queue onto which a condvar moved us: as a woken waiter, at
- * the head (M3).  @me is the caller's record.
+ * the head (M3), and never EDEADLK (as plk_mutex_lock_retake).  @me is
+ * the caller's record.
  */
 PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);
 

@@ -303,8 +303,8 @@ static bool caller_is_urcu(uintptr_t ra)
 /* --- mutexes --------------------------------------------------------- */
 
 /*
- * Our slow paths allocate (the thread's registry record on its first
- * contended call, the stats table's entries), and an allocator whose
+ * Our slow paths may allocate (the first probe of the kernel's caps, the
+ * stats table's entries, libnuma's masks), and an allocator whose
  * locks are pthread mutexes (jemalloc, tcmalloc) calls us back from
  * inside.  A contended lock there must not enter the slow path again: it
  * would allocate again, for ever, or wait on a once-control its own
@@ -314,6 +314,13 @@ static bool caller_is_urcu(uintptr_t ra)
  * counted.  The depth is a TLS word touched only off the fast paths.
  */
 static __thread unsigned slow_depth __attribute__((tls_model("initial-exec")));
+
+/* Cleanup handler: a cancelled wait leaves the slow path too. */
+static void slow_depth_leave(void *arg)
+{
+	(void)arg;
+	slow_depth--;
+}
 
 static int lock_nested(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
@@ -648,10 +655,13 @@ static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock
 			               : plk_real()->cond_wait(c, pm);
 		return shared_cond_wait(c, pm, clock, abstime);
 	}
-	slow_depth++;  /* its first wait allocates the thread's record */
+	/* Its first wait may probe the kernel's caps (which allocates).  A
+	 * wait is a cancellation point: the depth comes back down then too. */
+	slow_depth++;
+	pthread_cleanup_push(slow_depth_leave, NULL);
 	err = plk_cond_wait((proxylock_cond_t *)c, pm, mutex_is_glibc(pm) ? &glibc_mutex_ops : NULL,
 	                    clock, abstime);
-	slow_depth--;
+	pthread_cleanup_pop(1);
 	return err;
 }
 
@@ -710,7 +720,7 @@ PLK_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
 		return plk_real()->cond_signal(c);
-	slow_depth++;  /* lending to the mutex's owner may allocate its record */
+	slow_depth++;  /* the first lend may probe the kernel's caps (allocates) */
 	plk_cond_wake((proxylock_cond_t *)c, false);
 	slow_depth--;
 	return 0;
@@ -720,7 +730,7 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
 		return plk_real()->cond_broadcast(c);
-	slow_depth++;  /* lending to the mutex's owner may allocate its record */
+	slow_depth++;  /* the first lend may probe the kernel's caps (allocates) */
 	plk_cond_wake((proxylock_cond_t *)c, true);
 	slow_depth--;
 	return 0;

@@ -167,7 +167,9 @@ uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
 {
 	int err = plk_futex_wait(&t->park, PLK_PARK_WAITING, clock, abstime);
 
-	*timedout = err == ETIMEDOUT;
+	/* EINVAL with a deadline: tv_sec < 0 (tv_nsec was checked), a time
+	 * long past, which POSIX treats as any past deadline. */
+	*timedout = err == ETIMEDOUT || (abstime && err == EINVAL);
 	return __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
 }
 

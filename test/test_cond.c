@@ -92,6 +92,11 @@ START_TEST(a_timed_wait_times_out_on_its_clock_and_returns_holding_the_mutex)
 		ck_assert_msg(dt >= 19 * 1000000ull && dt < 2000 * 1000000ull, "waited %llu ns",
 		              (unsigned long long)dt);
 		ck_assert_uint_eq(c.__waiters, 0);
+		/* A deadline before 1970 (the kernel says EINVAL to it) has
+		 * passed too: ETIMEDOUT at once, never a spin. */
+		dl = (struct timespec){ .tv_sec = -1, .tv_nsec = 0 };
+		ck_assert_int_eq(proxylock_cond_timedwait(&c, &m, &dl), ETIMEDOUT);
+		ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());
 		proxylock_mutex_unlock(&m);
 		ck_assert_int_eq(proxylock_cond_destroy(&c), 0);
 	}

@@ -142,6 +142,7 @@ START_TEST(timedlock_past_deadline_times_out_promptly)
 {
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct timespec past = { .tv_sec = 1, .tv_nsec = 0 };  /* 1970 */
+	struct timespec before_1970 = { .tv_sec = -1, .tv_nsec = 0 };  /* the kernel says EINVAL */
 	struct holder h;
 	uint64_t t0;
 
@@ -149,6 +150,8 @@ START_TEST(timedlock_past_deadline_times_out_promptly)
 	t0 = mono_ns();
 	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &past), ETIMEDOUT);
 	ck_assert_int_eq(proxylock_mutex_clocklock(&m, CLOCK_MONOTONIC, &past), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_mutex_timedlock(&m, &before_1970), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_mutex_clocklock(&m, CLOCK_MONOTONIC, &before_1970), ETIMEDOUT);
 	ck_assert_msg(mono_ns() - t0 < 1000000000ull, "past deadline took over a second");
 	holder_stop(&h);
 	ck_assert_int_eq(proxylock_mutex_owner(&m), 0);
