@@ -173,7 +173,8 @@ struct plk_thread *plk_thread_find(pid_t tid)
 {
 	struct plk_thread **slot = slot_of(tid, false);
 
-	/* Acquire: pairs with the release CAS in publish(). */
+	/* Acquire: pairs with the release CAS that published the record
+	 * (plk_thread_lock_tid), so it is seen initialised. */
 	return slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : NULL;
 }
 
