@@ -70,9 +70,10 @@
 #include <time.h>
 
 #include "config.h"
+#include "chain.h"
 #include "donate.h"
-#include "lockstat.h"
 #include "mutex.h"
+#include "observe.h"
 #include "probes.h"
 #include "stats.h"
 #include "vgclient.h"
@@ -238,7 +239,7 @@ struct chain_step {
 static const proxylock_mutex_t *chain_read(const proxylock_mutex_t *m, struct chain_step *s)
 {
 	s->m = m;
-	s->owner = plk_owner_tid(plk_word(m));
+	s->owner = plk_owner_tid_locked(plk_word(m));
 	s->t = s->owner ? plk_thread_find(s->owner) : NULL;
 	if (!s->t)
 		return NULL;
@@ -266,7 +267,7 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 	const proxylock_mutex_t *l = m;
 	int n;
 
-	for (n = 0; plk_owner_tid(plk_word(l)) != (pid_t)self; n++)
+	for (n = 0; plk_owner_tid_locked(plk_word(l)) != (pid_t)self; n++)
 		if (n == PROXYLOCK_CHAIN_MAX || !(l = chain_read(l, &steps[n])))
 			return false;
 	for (int i = 0; i < n; i++)
@@ -275,7 +276,7 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 			return false;
 	/* The lock that comes back to us is still ours (a lax foreign
 	 * unlock under the interposer could have released it). */
-	return n > 0 && plk_owner_tid(plk_word(l)) == (pid_t)self;
+	return n > 0 && plk_owner_tid_locked(plk_word(l)) == (pid_t)self;
 }
 
 /*
@@ -333,7 +334,7 @@ static void report_dead(proxylock_mutex_t *m, pid_t dead, bool robust)
 {
 	plk_stat_inc(owner_dead);
 	PLK_PROBE3(owner_dead, m, dead, robust);
-	plk_lockstat_dead(m, dead, robust);
+	plk_observe_dead_owner(m, dead, robust);
 }
 
 /* What take_from_dead did. */
@@ -352,11 +353,9 @@ enum { DEAD_STALE, DEAD_TAKEN, DEAD_STALLED };
 static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, uint32_t self,
                           struct plk_thread *me, pid_t dead)
 {
-	struct plk_thread *owner;
-	proxylock_mutex_t *next;
 	bool more;
 
-	if (plk_owner_tid(w) != dead)
+	if (plk_owner_tid_locked(w) != dead)
 		return DEAD_STALE;
 	if (!(m->__flags & PLK_ROBUST)) {
 		if (me->dead_seen == m)
@@ -371,7 +370,7 @@ static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w
 	                 __ATOMIC_RELAXED);
 	m->__count = 0;
 	if (more)
-		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
+		plk_lend_update(b, m);  /* we wait on nothing */
 	return DEAD_TAKEN;
 }
 
@@ -382,12 +381,14 @@ static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w
  */
 static int dead_done(proxylock_mutex_t *m, pid_t dead, int what)
 {
+	plk_lend_flush();
 	if (what == DEAD_STALE)
 		return -1;
 	report_dead(m, dead, what == DEAD_TAKEN);
 	if (what != DEAD_TAKEN)
 		return -1;
 	plk_donate_withdraw_tid(dead, m);
+	plk_lend_flush();
 	return EOWNERDEAD;
 }
 
@@ -431,14 +432,12 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
  */
 static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t self)
 {
-	struct plk_thread *owner;
-	proxylock_mutex_t *next;
 	bool more = plk_waitq_first(b, m) != NULL;
 
 	if (!plk_cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
 		return false;
 	if (more)
-		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
+		plk_lend_update(b, m);  /* we wait on nothing; the caller flushes */
 	return true;
 }
 
@@ -452,18 +451,21 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
  * with others still queued, or held by a barger that will unlock on the
  * fast path.  So we do not leave until one of these holds, each read
  * under the bucket, where only a fast-path CAS can still change the
- * word: we took @m; the queue is empty (then PLK_WAITERS is cleared, and
- * what we lent withdrawn); or the word is held with PLK_WAITERS set, so
- * its unlock takes the slow path and wakes the next waiter.
+ * word: we took @m; the queue is empty (what we lent is withdrawn); or
+ * the word is held with PLK_WAITERS set, so its unlock takes the slow
+ * path and wakes the next waiter.  PLK_WAITERS is never cleared here,
+ * even with the queue empty: the owner's apply of the withdrawal may
+ * still be deferred or in flight, and its slow unlock is what waits for
+ * it (donate.c, I1); it finds the queue empty and just releases.
  */
 static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
 {
-	struct plk_thread *owner = NULL;
-	proxylock_mutex_t *next = NULL;
-	struct plk_bucket *b = plk_waitq_lock(m);
-	bool changed = false;
+	struct plk_bucket *b;
 	uint32_t w;
 	int err = ETIMEDOUT;
+
+	plk_lend_prepare(m);
+	b = plk_waitq_lock(m);
 
 	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
 		plk_waitq_unlock(b);
@@ -489,18 +491,14 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 		if (!more || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS)) {
 			/* Held, and (if anyone is queued) PLK_WAITERS set: what
 			 * we lent comes off the owner; with nobody queued the
-			 * owner's entry goes and PLK_WAITERS is cleared, a CAS
-			 * that cannot fail while we hold the bucket (M2). */
+			 * owner's entry goes, PLK_WAITERS stays (see above). */
 			if ((w & PLK_WAITERS) || more)
-				changed = plk_donate_update(b, m, &owner, &next);
-			if (!more && (w & PLK_WAITERS))
-				plk_cas_word(m, w, w & ~PLK_WAITERS);
+				plk_lend_update(b, m);
 			break;
 		}
 	}
 	plk_waitq_unlock(b);
-	if (changed && next)
-		plk_donate_propagate(owner, next);
+	plk_lend_flush();
 	return err;
 }
 
@@ -516,16 +514,20 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	bool robust = m->__flags & PLK_ROBUST;
 	int checks = 0;
 
-	if (plk_donate_lock_kinds(m))
+	plk_lend_prepare(m);
+	if (plk_lend_kinds(m))
 		plk_donate_waiter_refresh(me);
 	for (;;) {
-		struct plk_thread *owner = NULL;
-		proxylock_mutex_t *next = NULL;
 		pid_t dead = robust ? dead_owner(plk_word(m), self) : 0;
-		struct plk_bucket *b = plk_waitq_lock(m);
-		bool changed, timedout;
-		uint32_t w = plk_word(m), st;
+		uint64_t now_ns = plk_now_ns();
+		struct plk_bucket *b;
+		bool timedout;
+		uint32_t w, st;
 		int err;
+
+		plk_lend_prepare(m);
+		b = plk_waitq_lock(m);
+		w = plk_word(m);
 
 		if ((err = unusable(m, w))) {
 			plk_waitq_unlock(b);  /* NOTRECOVERABLE woke us off the queue */
@@ -539,6 +541,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			bool got = acquire_locked(b, m, self);
 
 			plk_waitq_unlock(b);
+			plk_lend_flush();
 			if (got)
 				return 0;
 			continue;
@@ -551,22 +554,20 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			w |= PLK_WAITERS;
 		}
 		if (!woken)
-			me->enq_ns = plk_now_ns();
+			me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, m, woken);
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */
 		if (!retake && plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
+			/* PLK_WAITERS stays, as in lock_timedout. */
 			plk_waitq_dequeue(me);
-			if (!plk_waitq_first(b, m))
-				plk_cas_word(m, w, w & ~PLK_WAITERS);
 			plk_waitq_unlock(b);
 			return EDEADLK;
 		}
-		changed = plk_donate_update(b, m, &owner, &next);
+		plk_lend_update(b, m);
 		plk_waitq_unlock(b);
-		if (changed && next)
-			plk_donate_propagate(owner, next);
+		plk_lend_flush();
 
 		plk_stat_inc(sleeps);
 		for (;;) {
@@ -778,24 +779,24 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
  */
 static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t foreign)
 {
+	uint64_t now_ns = plk_now_ns();  /* read before the bucket: I5 */
 	struct plk_bucket *b = plk_waitq_lock(m);
-	struct plk_thread *head = plk_waitq_first(b, m), *owner;
+	struct plk_thread *head = plk_waitq_first(b, m);
 	pid_t head_tid = head ? head->tid : 0;  /* head may exit once woken */
-	proxylock_mutex_t *next;
 	int handed = 0;
 
 	if (foreign)
-		foreign = plk_owner_tid(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
+		foreign = plk_owner_tid_locked(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
 
 	if (head)
 		plk_waitq_dequeue(head);
-	if (head && plk_now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+	if (head && now_ns - head->enq_ns >= plk_config()->handoff_ns) {
 		handed = 1;
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
 		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
-		plk_donate_update(b, m, &owner, &next);  /* head waits on nothing now */
+		plk_lend_update(b, m);  /* head waits on nothing now */
 		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
 		plk_stat_inc(handoffs);
 	} else {
@@ -809,6 +810,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	PLK_PROBE4(release, m, plk_tid(), head_tid, handed);
 	if (head)
 		plk_waitq_unpark(head);
+	plk_lend_flush();
 	if (me)
 		plk_donate_withdraw(me, m);
 }

@@ -81,6 +81,25 @@ static inline pid_t plk_owner_tid(uint32_t w)
 	return (pid_t)tid;
 }
 
+/**
+ * plk_owner_tid_locked - plk_owner_tid for callers holding an internal
+ * lock, which may make no syscall (I5): a TID the forked thread had
+ * before a fork counts as its alias without asking the kernel whether a
+ * new thread of ours took it since.  Wrong only if TIDs wrapped in a
+ * fork child and the new thread contends: then a lend goes to the forked
+ * thread instead, until that lock's queue changes (docs/design.md).
+ */
+static inline pid_t plk_owner_tid_locked(uint32_t w)
+{
+	uint32_t tid = w & PLK_TID_MASK;
+
+	if (tid >= PLK_TID_RESERVED)
+		return 0;
+	if (__atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED) && plk_fork_alias_listed(tid))
+		return (pid_t)plk_forked_tid();
+	return (pid_t)tid;
+}
+
 /** plk_owned_by_self - true if word @w names the caller as owner. */
 static inline bool plk_owned_by_self(uint32_t w, uint32_t self)
 {

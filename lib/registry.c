@@ -136,6 +136,14 @@ bool plk_fork_alias_slow(uint32_t tid)
 	return false;
 }
 
+bool plk_fork_alias_listed(uint32_t tid)
+{
+	for (int i = 0; i < plk_fork_naliases; i++)
+		if (tid != 0 && fork_aliases[i] == tid)
+			return true;
+	return false;
+}
+
 uint32_t plk_forked_tid(void)
 {
 	return forked_tid;
@@ -180,29 +188,57 @@ struct plk_thread *plk_thread_find(pid_t tid)
 
 /* --- record memory --------------------------------------------------- */
 
-/* A free record, from the free list or a new slab; NULL if out of memory.
- * The slab is mapped before free_lock is taken: no syscall under it. */
-static struct plk_thread *record_alloc(void)
+/* Map a slab and put its records on the free list.  No internal lock
+ * held: the mmap is a syscall.  False if out of memory. */
+static bool slab_add(void)
 {
-	struct plk_thread *t, *slab;
+	struct plk_thread *slab = mmap(NULL, SLAB_RECORDS * sizeof(*slab), PROT_READ | PROT_WRITE,
+	                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (slab == MAP_FAILED)
+		return false;
+	plk_ilock_lock(&free_lock);
+	for (int i = 0; i < SLAB_RECORDS; i++) {
+		slab[i].free_next = free_list;
+		free_list = &slab[i];
+	}
+	plk_ilock_unlock(&free_lock);
+	return true;
+}
+
+/* A free record off the free list; NULL if it is empty. */
+static struct plk_thread *record_pop(void)
+{
+	struct plk_thread *t;
 
 	plk_ilock_lock(&free_lock);
 	if ((t = free_list))
 		free_list = t->free_next;
 	plk_ilock_unlock(&free_lock);
-	if (t)
-		return t;
-	slab = mmap(NULL, SLAB_RECORDS * sizeof(*slab), PROT_READ | PROT_WRITE,
-	            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (slab == MAP_FAILED)
-		return NULL;
+	return t;
+}
+
+/* A free record; @may_map: no internal lock is held, so a slab may be
+ * mapped if the free list is empty.  NULL if none. */
+static struct plk_thread *record_alloc(bool may_map)
+{
+	struct plk_thread *t;
+
+	while (!(t = record_pop()) && may_map && slab_add())
+		;
+	return t;
+}
+
+bool plk_registry_reserve(pid_t tid)
+{
+	bool empty;
+
+	if (tid > 0 && !slot_of(tid, true))
+		return false;
 	plk_ilock_lock(&free_lock);
-	for (int i = 1; i < SLAB_RECORDS; i++) {
-		slab[i].free_next = free_list;
-		free_list = &slab[i];
-	}
+	empty = free_list == NULL;
 	plk_ilock_unlock(&free_lock);
-	return &slab[0];
+	return !empty || slab_add();
 }
 
 static void record_free(struct plk_thread *t)
@@ -246,9 +282,10 @@ static void record_retire(struct plk_thread *t)
  * retired (and even recycled) between the lookup and the lock: then tid
  * no longer matches and we look again.
  */
-struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
+struct plk_thread *plk_thread_lock_tid(pid_t tid, int how)
 {
-	struct plk_thread **slot = slot_of(tid, create), *t, *fresh = NULL;
+	bool create = how != PLK_RECORD_FIND;
+	struct plk_thread **slot = slot_of(tid, how == PLK_RECORD_CREATE), *t, *fresh = NULL;
 
 	if (!slot)
 		return NULL;
@@ -262,7 +299,7 @@ struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
 		}
 		if (!create)
 			break;
-		if (!fresh && !(fresh = record_alloc()))
+		if (!fresh && !(fresh = record_alloc(how == PLK_RECORD_CREATE)))
 			break;
 		plk_ilock_lock(&fresh->lock);
 		record_init(fresh, tid);
@@ -284,7 +321,8 @@ struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
 
 void plk_thread_unlock(struct plk_thread *t)
 {
-	bool idle = !t->adopted && t->nheld == 0 &&
+	/* Not while a restore is due or being made: its apply needs it. */
+	bool idle = !t->adopted && t->nheld == 0 && !t->applier && t->gen == t->applied_gen &&
 	            !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
 
 	if (idle)
@@ -320,7 +358,7 @@ struct plk_thread *plk_thread_self(void)
 	if (__builtin_expect(t != NULL, 1))
 		return t;
 	pthread_once(&key_once, key_init);
-	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), true)))
+	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), PLK_RECORD_CREATE)))
 		return NULL;
 	t->adopted = pthread_setspecific(self_key, t) == 0;
 	if (t->adopted)
@@ -344,6 +382,16 @@ unsigned long plk_registry_count(void)
 
 /* --- fork ------------------------------------------------------------ */
 
+static bool fork_restore;
+static struct plk_sched_ctx fork_applied, fork_base;
+
+void plk_registry_fork_restore(void)
+{
+	if (fork_restore)
+		plk_sched_apply(0, &fork_applied, &fork_base);
+	fork_restore = false;
+}
+
 void plk_registry_fork_prepare(void)
 {
 	forking_tid = plk_tid();
@@ -365,9 +413,13 @@ void plk_registry_fork_child(void)
 {
 	struct plk_thread *me = tls_self;
 
-	/* The child holds no lock anyone waits for: back to its base. */
-	if (me && me->nheld)
-		plk_sched_apply(0, &me->applied, &me->base);
+	/* The child holds no lock anyone waits for: back to its base, once
+	 * the locks are free (plk_registry_fork_restore). */
+	fork_restore = me && !plk_sched_equal(&me->applied, &me->base);
+	if (fork_restore) {
+		fork_applied = me->applied;
+		fork_base = me->base;
+	}
 	if (forking_tid != forked_tid)
 		plk_fork_naliases = 0;  /* not the last fork's survivor: no aliases */
 	if (plk_fork_naliases == PLK_FORK_ALIASES) {

@@ -24,6 +24,7 @@
 #include <urcu/list.h>
 
 #include "futex.h"
+#include "lend.h"
 #include "schedctl.h"
 
 /* Most locks with blocked waiters one thread can be lent through at once;
@@ -32,14 +33,6 @@
 
 /* How long a read of B(T) may stand in for another (donate.c, I4). */
 #define PLK_BASE_TTL_NS (1000 * 1000)
-
-/* What the waiters of one lock lend its owner: the kinds, and the fold of
- * the waiters' effective contexts for those kinds. */
-struct plk_lend {
-	unsigned kinds;          /* PROXYLOCK_DONATE_* present */
-	uint32_t rt_policy;      /* SCHED_FIFO/RR of the top rt prio */
-	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
-};
 
 struct plk_held {
 	const void *lock;
@@ -58,14 +51,24 @@ struct plk_thread {
 	uint32_t park;                 /* PLK_PARK_*: futex word */
 
 	/* Donation state, under .lock (never reset: a stale finder may be
-	 * waiting for it while the record is recycled). */
+	 * waiting for it while the record is recycled).  donate.c's top
+	 * says how these change: E(T) is computed under internal locks, and
+	 * the holder of the apply token makes the kernel agree after every
+	 * internal lock is dropped. */
 	plk_ilock_t lock;
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
+	uint64_t gen;                  /* bumped whenever eff changes */
+	uint64_t applied_gen;          /* the gen of eff that applied is */
+	bool applier;                  /* the apply token is taken */
+	bool base_unverified;          /* base is a copy no call may be made on */
+	bool base_check;               /* the apply must check the copy's age */
+	uint32_t apply_waiters;        /* base_set calls waiting for the token */
+	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
 	uint64_t base_ns;              /* CLOCK_MONOTONIC of the last read of base */
-	bool base_unverified;          /* base is a copy not re-read since held filled */
+	const void *lent_lock;         /* the lock whose lend changed eff last */
 	int nheld;                     /* entries in held[] */
 	struct plk_held held[PLK_HELD_MAX];
 
@@ -119,6 +122,10 @@ PLK_HIDDEN pid_t plk_pid(void);
 PLK_HIDDEN extern int plk_fork_naliases;
 PLK_HIDDEN bool plk_fork_alias_slow(uint32_t tid);
 
+/** plk_fork_alias_listed - @tid is among the aliases (no syscall; see
+ * plk_owner_tid_locked for what that may get wrong). */
+PLK_HIDDEN bool plk_fork_alias_listed(uint32_t tid);
+
 /** plk_fork_alias - true if @tid is a TID the forked thread had before a fork. */
 static inline bool plk_fork_alias(uint32_t tid)
 {
@@ -143,12 +150,28 @@ PLK_HIDDEN struct plk_thread *plk_thread_self(void);
  */
 PLK_HIDDEN struct plk_thread *plk_thread_find(pid_t tid);
 
+/* How plk_thread_lock_tid finds a record. */
+enum {
+	PLK_RECORD_FIND,      /* only an existing record */
+	PLK_RECORD_CREATE,    /* or a new one; no internal lock may be held */
+	PLK_RECORD_RESERVED,  /* or one from the free list, under internal
+	                         locks (no syscall: see plk_registry_reserve) */
+};
+
 /**
- * plk_thread_lock_tid - find (@create: or create) @tid's record and
+ * plk_thread_lock_tid - find (or, per @how, create) @tid's record and
  * return it with its lock held, checked to belong to @tid; NULL if there
- * is none (out of memory, or !@create and none exists).
+ * is none (out of memory, an empty reserve, or none exists).
  */
-PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create);
+PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, int how);
+
+/**
+ * plk_registry_reserve - with no internal lock held: make sure a record
+ * for @tid (0: any TID whose table page exists) can be made under locks
+ * without a syscall: its table page is mapped and the free list is not
+ * empty.  False if out of memory.
+ */
+PLK_HIDDEN bool plk_registry_reserve(pid_t tid);
 
 /**
  * plk_thread_unlock - drop @t's lock, which the caller holds; if @t was
@@ -173,5 +196,10 @@ PLK_HIDDEN unsigned long plk_registry_count(void);
 PLK_HIDDEN void plk_registry_fork_prepare(void);
 PLK_HIDDEN void plk_registry_fork_parent(void);
 PLK_HIDDEN void plk_registry_fork_child(void);
+
+/** plk_registry_fork_restore - fork child, after every internal lock is
+ * reset: give the surviving thread back its base context if it was being
+ * lent to (no syscall under a lock, I5). */
+PLK_HIDDEN void plk_registry_fork_restore(void);
 
 #endif /* PLK_REGISTRY_H */

@@ -65,4 +65,22 @@ PLK_HIDDEN unsigned plk_sched_caps(void);
  */
 PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
 
+struct plk_numa_map;
+
+/**
+ * plk_sched_numa - the CPUs of each NUMA node (lend.h), read with the
+ * caps probe; nnodes 0 if libnuma knows none.
+ */
+PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
+
+/**
+ * plk_sched_probe - run the probe behind plk_sched_caps, plk_sched_cpuset
+ * and plk_sched_numa now: every slow path calls it before taking an
+ * internal lock (the probe reads files and allocates).
+ */
+static inline void plk_sched_probe(void)
+{
+	(void)plk_sched_caps();
+}
+
 #endif /* PLK_SCHEDCTL_H */

@@ -169,12 +169,9 @@ inline lock_timedout() {
 				:: else
 				fi
 			:: w != 0 && ql == 0 ->
-				if
-				:: w & W ->
-					/* cannot fail: W set, bucket held */
-					atomic { assert(word == w); setword(w & ~W) }
-				:: else
-				fi;
+				/* W, if set, stays: the owner's slow unlock
+				 * waits for the apply of the withdrawal
+				 * (donate.c, I1) and releases. */
 				got = 0;
 				break
 			:: w != 0 && ql > 0 ->
