@@ -23,6 +23,7 @@
 
 static void fork_prepare(void)
 {
+	(void)plk_tid();  /* the TID cached (gettid) before any internal lock is taken */
 	plk_waitq_fork_prepare();
 	plk_registry_fork_prepare();
 	plk_lockstat_fork_prepare();
@@ -37,6 +38,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+	plk_lockcheck_fork_child();  /* the lock words are reset below, by hand */
 	plk_lockstat_fork_child();
 	plk_registry_fork_child();
 	plk_waitq_fork_child();
