@@ -29,6 +29,7 @@ unsigned plk_lend_kinds(const proxylock_mutex_t *m)
 
 void plk_lend_prepare(const proxylock_mutex_t *m)
 {
+	(void)plk_config();  /* read once, here: not under a lock */
 	plk_sched_probe();
 	/* The owner seen now is the likely one; any other whose table page
 	 * is missing goes without a record this time (chain_truncated). */

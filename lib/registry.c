@@ -360,11 +360,18 @@ struct plk_thread *plk_thread_self(void)
 	pthread_once(&key_once, key_init);
 	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), PLK_RECORD_CREATE)))
 		return NULL;
-	t->adopted = pthread_setspecific(self_key, t) == 0;
-	if (t->adopted)
+	/* Adopted before the lock is dropped, so nobody retires it; the key
+	 * is set after (pthread_setspecific may allocate: I5). */
+	t->adopted = true;
+	plk_ilock_unlock(&t->lock);
+	if (pthread_setspecific(self_key, t) == 0) {
 		tls_self = t;
-	plk_thread_unlock(t);
-	return tls_self;
+		return t;
+	}
+	plk_ilock_lock(&t->lock);
+	t->adopted = false;
+	plk_thread_unlock(t);  /* retired there */
+	return NULL;
 }
 
 unsigned long plk_registry_count(void)

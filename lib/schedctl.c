@@ -188,21 +188,38 @@ static void probe_caps(void)
 	caps_cached = caps;
 }
 
+/* The probe runs once, outside every internal lock (plk_sched_probe);
+ * afterwards an acquire load of caps_ready (release below) is all that
+ * is needed to see its results, with no pthread_once call. */
+static bool caps_ready;
+
+static void probe_once(void)
+{
+	probe_caps();
+	__atomic_store_n(&caps_ready, true, __ATOMIC_RELEASE);
+}
+
+static void probe_wait(void)
+{
+	if (!__atomic_load_n(&caps_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&caps_once, probe_once);
+}
+
 unsigned plk_sched_caps(void)
 {
-	pthread_once(&caps_once, probe_caps);
+	probe_wait();
 	return caps_cached;
 }
 
 const cpu_set_t *plk_sched_cpuset(void)
 {
-	pthread_once(&caps_once, probe_caps);
+	probe_wait();
 	return &cpuset_allowed;
 }
 
 const struct plk_numa_map *plk_sched_numa(void)
 {
-	pthread_once(&caps_once, probe_caps);
+	probe_wait();
 	return &numa_map;
 }
 
