@@ -507,6 +507,8 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	uint64_t ns;
 	bool ok, read;
 
+	(void)plk_config();  /* read once, before any internal lock */
+	plk_sched_probe();
 	/* Our own record is adopted (the common case: a thread setting its
 	 * own context); another thread's, if made here, is recycled when the
 	 * token is dropped unless something is lent to it by then. */
