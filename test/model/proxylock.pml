@@ -161,7 +161,7 @@ inline deq(t) {
 
 #ifdef APPLY
 /* Under T.lock (a d_step inside, or as, a caller's d_step): store what
- * plk_donate_update / plk_donate_withdraw computed for tg, bumping gen
+ * plk_lend_update / plk_donate_withdraw computed for tg, bumping gen
  * if it changed.  bumped: the caller applies once it holds no lock. */
 inline bump(v) {
 	if
@@ -309,7 +309,7 @@ inline lock_timedout() {
 			fi
 		od;
 #ifdef APPLY
-		/* plk_donate_update: acquire_locked's (we took L), or the
+		/* plk_lend_update: acquire_locked's (we took L), or the
 		 * owner's lend without us (PLK_WAITERS was set or is now).
 		 * (i = 0: a no-op, as a break may not jump into a d_step.) */
 		i = 0;
@@ -400,7 +400,7 @@ inline lock_block(timed) {
 			:: ok ->
 				enq(me, woken);
 #ifdef APPLY
-				/* plk_donate_update: we lend to the owner */
+				/* plk_lend_update: we lend to the owner */
 				d_step { tg = OWNER(w); bump(1) };
 #endif
 				unlock_l();
@@ -471,7 +471,7 @@ inline unlock_wake() {
 #ifndef BROKEN_M4
 		setword(t | (ql > 0 -> W : 0));
 #ifdef APPLY
-		/* plk_donate_update: head waits on nothing now, owns L */
+		/* plk_lend_update: head waits on nothing now, owns L */
 		d_step { tg = t; bump(ql > 0) };
 #endif
 		park[t] = HANDED
