@@ -67,6 +67,8 @@ static void row(const char *bench, const char *impl, int threads, long cs_ns,
 
 /* --- 1. bucket inversion --------------------------------------------- */
 
+#define NM 7  /* metrics per run */
+
 /* The bucket really is shared: the library locks the same bucket for both. */
 static bool same_bucket(const void *a, const void *b)
 {
@@ -79,8 +81,10 @@ static bool same_bucket(const void *a, const void *b)
 }
 
 /* One run; out: delay p50, p99, max (us), raw call-to-return p99 (us),
- * sched calls per contended acquisition, W's contended acquisitions/s. */
-static void binv_once(struct binv *s, int variant, double out[6])
+ * sched calls per contended acquisition, W's contended acquisitions/s,
+ * sched calls per contended acquisition of W's (W's lends and P's
+ * restores, plus the few of the rest: B's lends change nothing). */
+static void binv_once(struct binv *s, int variant, double out[NM])
 {
 	s->weak_active = variant > 0;
 	s->split = variant == 2;
@@ -95,18 +99,22 @@ static void binv_once(struct binv *s, int variant, double out[6])
 	out[3] = (double)binv_pct(s->raw, s->n, 99) / 1000;
 	out[4] = binv_calls_per_contended(s);
 	out[5] = (double)s->weak_lends * 1000.0 / cell_ms;
+	out[6] = s->weak_lends ? (double)(s->st1.setattr_calls + s->st1.setaff_calls -
+	                                  s->st0.setattr_calls - s->st0.setaff_calls) /
+	                         (double)s->weak_lends : 0;
 }
 
 static void bench_bucket_inversion(void)
 {
 	static union binv_lock locks[BINV_NLOCKS];
 	static struct binv s;
-	static const char *metrics[6] = { "delay_p50", "delay_p99", "delay_max", "raw_p99",
-	                                  "sched_calls_per_contended", "weak_lends_per_s" };
-	static const char *units[6] = { "us", "us", "us", "us", "calls", "1/s" };
+	static const char *metrics[NM] = { "delay_p50", "delay_p99", "delay_max", "raw_p99",
+	                                   "sched_calls_per_contended", "weak_lends_per_s",
+	                                   "sched_calls_per_weak_lend" };
+	static const char *units[NM] = { "us", "us", "us", "us", "calls", "1/s", "calls" };
 	static const char *names[3] = { "bucket-inversion-baseline", "bucket-inversion",
 	                                "bucket-inversion-split" };
-	static double v[3][6][MAX_REPS];
+	static double v[3][NM][MAX_REPS];
 	const char *impl = weak_idle ? "proxylock-weak-idle" : "proxylock";
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
@@ -122,14 +130,14 @@ static void bench_bucket_inversion(void)
 	 * from the rest of what W and P do to the machine. */
 	for (int r = 0; r < reps; r++)
 		for (int k = 0; k < 3; k++) {
-			double out[6];
+			double out[NM];
 
 			binv_once(&s, k, out);
-			for (int m = 0; m < 6; m++)
+			for (int m = 0; m < NM; m++)
 				v[k][m][r] = out[m];
 		}
 	for (int k = 0; k < 3; k++)
-		for (int m = 0; m < 6; m++)
+		for (int m = 0; m < NM; m++)
 			if (k || m < 4)
 				row(names[k], impl, 4 + hogs, (long)BINV_HOLD_NS, metrics[m], v[k][m], reps,
 				    units[m]);

@@ -187,20 +187,21 @@ md.append("B's acquisition delay from when it was due (call-to-return, corrected
           "active: a nice-19 (weak-idle: SCHED_IDLE) thread beside a hog lends on A; "
           "split: the same with A in another bucket (the bucket's share).\n")
 md.append("| variant | impl | delay p50 | delay p99 | delay max | raw p99 | sched calls per contended "
-          "| weak lends/s |")
-md.append("| --- " * 8 + "|")
+          "| weak lends/s | sched calls per weak lend |")
+md.append("| --- " * 9 + "|")
 BINV = ("bucket-inversion-baseline", "bucket-inversion", "bucket-inversion-split")
 for impl in ("proxylock", "proxylock-weak-idle"):
     for v in BINV:
         r = {m: get(v, impl, m) for m in ("delay_p50", "delay_p99", "delay_max", "raw_p99",
-                                          "sched_calls_per_contended", "weak_lends_per_s")}
+                                          "sched_calls_per_contended", "weak_lends_per_s",
+                                          "sched_calls_per_weak_lend")}
         if not r["delay_p99"]:
             continue
         opt = lambda m, f: (f % r[m]["median"]) if r[m] else "-"
-        md.append("| %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %s |" % (
+        md.append("| %s | %s | %.0f | %.0f | %.0f | %.0f | %s | %s | %s |" % (
             v, impl, r["delay_p50"]["median"], r["delay_p99"]["median"], r["delay_max"]["median"],
             r["raw_p99"]["median"], opt("sched_calls_per_contended", "%.3f"),
-            opt("weak_lends_per_s", "%.1f")))
+            opt("weak_lends_per_s", "%.1f"), opt("sched_calls_per_weak_lend", "%.2f")))
     base = get("bucket-inversion-baseline", impl, "delay_p99")
     on = get("bucket-inversion", impl, "delay_p99")
     if base and on:
