@@ -4,6 +4,7 @@
  * See futex.h for the lock word.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -73,7 +74,18 @@ void plk_ilock_lock_slow(plk_ilock_t *l)
 		futex_wait_via(ILOCK_SYSCALL, &l->word, 2, CLOCK_MONOTONIC, NULL);
 }
 
+/*
+ * Wake every sleeper, not one as Drepper's mutex #2 does.  Woken, a
+ * sleeper that the scheduler does not run for a while (nice 19 behind a
+ * hog) would hold up the others: the word goes to 0 at our unlock, the
+ * next taker sets 1 and its unlock wakes nobody, so the rest sleep until
+ * the slow one runs, takes the lock and releases it: the inversion this
+ * library exists to cure, inside its own lock (test bucket-inversion saw
+ * 120 ms stalls).  Woken all, each retries; the losers set 2 and sleep
+ * again.  Internal locks are held for a few hundred nanoseconds, so a
+ * herd is small and rare.
+ */
 void plk_ilock_unlock_slow(plk_ilock_t *l)
 {
-	futex_wake_via(ILOCK_SYSCALL, &l->word, 1);
+	futex_wake_via(ILOCK_SYSCALL, &l->word, INT32_MAX);
 }

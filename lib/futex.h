@@ -9,7 +9,8 @@
  * plk_ilock_t protects the library's own short critical sections (wait
  * queue buckets, thread records).  It never lends anything, so it cannot
  * recurse into the donation engine.  Word: 0 free, 1 locked, 2 locked
- * with sleepers (Drepper, "Futexes Are Tricky", mutex #2).
+ * with sleepers (Drepper, "Futexes Are Tricky", mutex #2, except that
+ * an unlock wakes every sleeper: futex.c says why).
  */
 #ifndef PLK_FUTEX_H
 #define PLK_FUTEX_H
@@ -135,7 +136,7 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 	plk_lockcheck_acquired();
 }
 
-/** plk_ilock_unlock - release @l, waking one sleeper if there are any. */
+/** plk_ilock_unlock - release @l, waking its sleepers if there are any. */
 static inline void plk_ilock_unlock(plk_ilock_t *l)
 {
 	plk_lockcheck_released();

@@ -200,7 +200,7 @@ static bool slab_add(void)
 	plk_ilock_lock(&free_lock);
 	for (int i = 0; i < SLAB_RECORDS; i++) {
 		slab[i].free_next = free_list;
-		free_list = &slab[i];
+		__atomic_store_n(&free_list, &slab[i], __ATOMIC_RELAXED);
 	}
 	plk_ilock_unlock(&free_lock);
 	return true;
@@ -213,7 +213,7 @@ static struct plk_thread *record_pop(void)
 
 	plk_ilock_lock(&free_lock);
 	if ((t = free_list))
-		free_list = t->free_next;
+		__atomic_store_n(&free_list, t->free_next, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
 	return t;
 }
@@ -229,23 +229,25 @@ static struct plk_thread *record_alloc(bool may_map)
 	return t;
 }
 
+/*
+ * Called on every slow path, so it takes no lock: a thread preempted
+ * inside free_lock would stall every contended lock call in the process.
+ * The emptiness test is a hint (relaxed: free_list is written under
+ * free_lock); if it is wrong, a record made under a lock finds the list
+ * empty and that owner goes without a lend this time (chain_truncated).
+ */
 bool plk_registry_reserve(pid_t tid)
 {
-	bool empty;
-
 	if (tid > 0 && !slot_of(tid, true))
 		return false;
-	plk_ilock_lock(&free_lock);
-	empty = free_list == NULL;
-	plk_ilock_unlock(&free_lock);
-	return !empty || slab_add();
+	return __atomic_load_n(&free_list, __ATOMIC_RELAXED) != NULL || slab_add();
 }
 
 static void record_free(struct plk_thread *t)
 {
 	plk_ilock_lock(&free_lock);
 	t->free_next = free_list;
-	free_list = t;
+	__atomic_store_n(&free_list, t, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
 }
 
