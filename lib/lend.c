@@ -51,8 +51,10 @@ void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned ki
 	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
 		if (w->nice < l->ctx.nice)
 			l->ctx.nice = w->nice;
+		/* Rank 2 is SCHED_OTHER's: a policy of that rank that is not a
+		 * fair one (SCHED_DEADLINE) is lent as SCHED_OTHER. */
 		if (fair_rank(w->policy) > fair_rank(l->ctx.policy))
-			l->ctx.policy = w->policy;
+			l->ctx.policy = fair_rank(w->policy) == 2 ? SCHED_OTHER : w->policy;
 	}
 	if ((kinds & PROXYLOCK_DONATE_RT) && plk_sched_is_rt(w->policy) &&
 	    w->rt_prio > l->ctx.rt_prio) {
