@@ -9,7 +9,8 @@
  *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
  *     uclamp_max on the holder never caps the donated minimum);
  *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER;
- *   RT = highest SCHED_FIFO/SCHED_RR priority, if above the holder's;
+ *   RT = highest SCHED_FIFO/SCHED_RR priority (FIFO before RR at equal
+ *     priority), if above the holder's;
  *   CPUs = the waiters' CPUs (PROXYLOCK_AFFINITY_WAITERS), or their union
  *     with the holder's (UNION), or that union within the waiters' NUMA
  *     nodes (NODE); always within the process's cpuset (other CPUs are
@@ -32,6 +33,16 @@ static int fair_rank(uint32_t policy)
 	return policy == SCHED_IDLE ? 0 : policy == SCHED_BATCH ? 1 : 2;
 }
 
+/* Does RT @policy at @prio outrank what @l lends?  At equal priority
+ * SCHED_FIFO outranks SCHED_RR, so that a fold or a merge does not depend
+ * on the order of the waiters or of the locks. */
+static bool rt_above(uint32_t policy, uint32_t prio, const struct plk_lend *l)
+{
+	return prio > l->ctx.rt_prio ||
+	       (prio > 0 && prio == l->ctx.rt_prio && policy == SCHED_FIFO &&
+	        l->rt_policy != SCHED_FIFO);
+}
+
 void plk_lend_init(struct plk_lend *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -51,11 +62,13 @@ void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned ki
 	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
 		if (w->nice < l->ctx.nice)
 			l->ctx.nice = w->nice;
+		/* Rank 2 is SCHED_OTHER's: a policy of that rank that is not a
+		 * fair one (SCHED_DEADLINE) is lent as SCHED_OTHER. */
 		if (fair_rank(w->policy) > fair_rank(l->ctx.policy))
-			l->ctx.policy = w->policy;
+			l->ctx.policy = fair_rank(w->policy) == 2 ? SCHED_OTHER : w->policy;
 	}
 	if ((kinds & PROXYLOCK_DONATE_RT) && plk_sched_is_rt(w->policy) &&
-	    w->rt_prio > l->ctx.rt_prio) {
+	    rt_above(w->policy, w->rt_prio, l)) {
 		l->ctx.rt_prio = w->rt_prio;
 		l->rt_policy = w->policy;
 	}
@@ -68,7 +81,7 @@ void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l)
 	/* The fold of a lend is a context whose policy field holds the fair
 	 * policy: add it as one for every kind but RT, then RT by itself. */
 	plk_lend_add(into, &l->ctx, l->kinds & ~PROXYLOCK_DONATE_RT);
-	if ((l->kinds & PROXYLOCK_DONATE_RT) && l->ctx.rt_prio > into->ctx.rt_prio) {
+	if ((l->kinds & PROXYLOCK_DONATE_RT) && rt_above(l->rt_policy, l->ctx.rt_prio, into)) {
 		into->ctx.rt_prio = l->ctx.rt_prio;
 		into->rt_policy = l->rt_policy;
 	}
