@@ -33,7 +33,7 @@ void plk_lend_prepare(const proxylock_mutex_t *m)
 	plk_sched_probe();
 	/* The owner seen now is the likely one; any other whose table page
 	 * is missing goes without a record this time (chain_truncated). */
-	(void)plk_registry_reserve(plk_owner_tid(plk_word(m)));
+	(void)plk_registry_reserve(m ? plk_owner_tid(plk_word(m)) : 0);
 }
 
 /* plk_lend_update at chain depth @depth. */
@@ -44,12 +44,14 @@ static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
 	struct plk_thread *t;
 	struct plk_lend lend;
 
-	if (!kinds || !(w & PLK_WAITERS) || plk_owner_tid(w) == 0)
+	pid_t owner = plk_owner_tid_locked(w);  /* no syscall under the bucket */
+
+	if (!kinds || !(w & PLK_WAITERS) || owner == 0)
 		return;
 	plk_lend_init(&lend);
 	plk_waitq_for_each(b, m, t)
 		plk_donate_fold(&lend, t, kinds);
-	plk_donate_set(plk_owner_tid(w), m, &lend, depth);
+	plk_donate_set(owner, m, &lend, depth);
 }
 
 void plk_lend_update(struct plk_bucket *b, proxylock_mutex_t *m)
@@ -67,7 +69,10 @@ static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *nex
 		plk_stat_inc(chain_truncated);
 		return;
 	}
-	plk_lend_prepare(next);
+	/* Not plk_lend_prepare(next): until revalidated, next may be freed
+	 * memory (its owner took, released and destroyed it), so its word is
+	 * not read before the bucket; only a spare record is made sure of. */
+	plk_lend_prepare(NULL);
 	b = plk_waitq_lock(next);
 	/* Revalidate: via may have stopped waiting (even exited, and its
 	 * record been recycled) since we looked. */

@@ -19,7 +19,8 @@ PLK_HIDDEN unsigned plk_lend_kinds(const proxylock_mutex_t *m);
  * plk_lend_prepare - with no internal lock held, before taking @m's
  * bucket on a path that may lend: run the capability probe and make
  * sure a record for @m's owner can be made without a syscall
- * (registry.h: plk_registry_reserve).
+ * (registry.h: plk_registry_reserve).  @m NULL: a spare record only,
+ * for a lock whose word may not be read yet.
  */
 PLK_HIDDEN void plk_lend_prepare(const proxylock_mutex_t *m);
 

@@ -545,7 +545,7 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	uint64_t now = plk_now_ns();
 	int ret = MOVE_DONE, n = 0, nk = 0;
 
-	plk_lend_prepare(m);
+	plk_lend_prepare(NULL);  /* m's word is read once m is known to be c's */
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
 		ret = MOVE_RETRY;

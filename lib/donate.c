@@ -269,38 +269,18 @@ static bool tid_is_ours(pid_t tid)
 	return (uint32_t)tid == plk_tid() || syscall(SYS_tgkill, plk_pid(), tid, 0) == 0;
 }
 
-/* Take t's apply token if free.  t->lock held. */
-static bool token_take(struct plk_thread *t)
-{
-	if (t->applier)
-		return false;
-	t->applier = true;
-	return true;
-}
-
-/* Drop t's token and unlock t; wake base_set callers waiting for it. */
-static void token_drop_unlock(struct plk_thread *t)
-{
-	bool waiters = t->apply_waiters > 0;
-
-	t->applier = false;
-	if (waiters)
-		__atomic_fetch_add(&t->apply_seq, 1, __ATOMIC_RELEASE);
-	plk_thread_unlock(t);
-	if (waiters)
-		plk_futex_wake(&t->apply_seq, INT32_MAX);
-}
-
-/* Count and trace what a call for @t changed (no lock held). */
-static void count_apply(const void *lock, pid_t tid, bool lent, const struct plk_sched_ctx *before,
-                        const struct plk_sched_ctx *a)
+/* Count and trace what a call for @t changed (no lock held); returns
+ * the kinds a lend changed, for the observer (told once the token is
+ * dropped: an observer may take locks of its own). */
+static unsigned count_apply(const void *lock, pid_t tid, bool lent,
+                            const struct plk_sched_ctx *before, const struct plk_sched_ctx *a)
 {
 	unsigned kinds = plk_lend_kinds_changed(before, a);
 
 	if (!lent) {
 		plk_stat_inc(restores);
 		PLK_PROBE6(restore, tid, a->nice, a->rt_prio, a->umin, a->umax, CPU_COUNT(&a->cpus));
-		return;
+		return 0;
 	}
 	plk_stat_inc(donations);
 	if (kinds & PROXYLOCK_DONATE_UCLAMP)
@@ -311,9 +291,9 @@ static void count_apply(const void *lock, pid_t tid, bool lent, const struct plk
 		plk_stat_inc(lent_nice);
 	if (kinds & PROXYLOCK_DONATE_RT)
 		plk_stat_inc(lent_rt);
-	plk_observe_lent(lock, kinds);
 	PLK_PROBE8(donate, lock, tid, plk_tid(), a->nice, a->rt_prio, a->umin, a->umax,
 	           CPU_COUNT(&a->cpus));
+	return kinds;
 }
 
 /*
@@ -336,7 +316,7 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
 		 * until its locks withdraw it. */
 		t->applied_gen = t->gen;
 		t->base_check = false;
-		token_drop_unlock(t);
+		plk_thread_token_drop_unlock(t);
 		return false;
 	}
 	t->base = now;
@@ -355,6 +335,9 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
  */
 static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 {
+	const void *seen_lock = NULL;
+	unsigned seen_kinds = 0;
+
 	for (;;) {
 		struct plk_sched_ctx want = t->eff, have = t->applied, before = t->applied;
 		const void *lock = t->lent_lock;
@@ -376,15 +359,18 @@ static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		plk_ilock_unlock(&t->lock);
 		bool ours = tid_is_ours(tid);
 
-		if (ours && plk_sched_apply(tid, &have, &want))
-			count_apply(lock, tid, lent, &before, &have);
+		if (ours && plk_sched_apply(tid, &have, &want)) {
+			seen_kinds = count_apply(lock, tid, lent, &before, &have);
+			seen_lock = lock;
+		}
 		plk_ilock_lock(&t->lock);
 		t->applied = have;
 		t->applied_gen = gen;
 		if (!ours || t->gen == gen)
 			break;
 	}
-	token_drop_unlock(t);
+	plk_thread_token_drop_unlock(t);
+	plk_observe_lent(seen_lock, seen_kinds);
 }
 
 void plk_donate_apply(const struct plk_apply *a)
@@ -394,7 +380,7 @@ void plk_donate_apply(const struct plk_apply *a)
 
 	plk_ilock_lock(&t->lock);
 	if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != a->tid || !apply_due(t) ||
-	    !token_take(t)) {
+	    !plk_thread_token_take(t)) {
 		plk_ilock_unlock(&t->lock);  /* recycled, done, or the holder will */
 		return;
 	}
@@ -411,7 +397,7 @@ void plk_donate_waiter_refresh(struct plk_thread *self)
 	/* Only while nothing is lent or being installed: then the kernel's
 	 * view is B(self). */
 	if (self->nheld == 0 && !apply_due(self) &&
-	    plk_sched_equal(&self->applied, &self->base) && token_take(self)) {
+	    plk_sched_equal(&self->applied, &self->base) && plk_thread_token_take(self)) {
 		self->base_unverified = true;
 		if (base_reread(self, tid))
 			apply_locked(self, tid, now_ns);
@@ -430,8 +416,10 @@ bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)
 	if (!t)
 		return false;
 	/* The kernel's view is B(T) unless something we installed is in it
-	 * or being installed; an unverified copy is never answered. */
-	lent = t->applier || !plk_sched_equal(&t->applied, &t->base);
+	 * or being installed.  While the copy is unverified nothing of ours
+	 * is (no call is made before it is re-read), so it is never
+	 * answered: it may be stale, or a new record's zeroes. */
+	lent = !t->base_unverified && (t->applier || !plk_sched_equal(&t->applied, &t->base));
 	if (lent)
 		*out = t->base;
 	plk_thread_unlock(t);
@@ -456,28 +444,6 @@ static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *n
 		base->umax = now->umax;
 }
 
-/* Take t's token, waiting for it with no internal lock held.  Returns
- * with t->lock held and the token taken, or false (t unlocked) if the
- * record stopped being @tid's. */
-static bool token_wait(struct plk_thread *t, pid_t tid)
-{
-	for (;;) {
-		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid) {
-			plk_thread_unlock(t);
-			return false;
-		}
-		if (token_take(t))
-			return true;
-		uint32_t seq = __atomic_load_n(&t->apply_seq, __ATOMIC_ACQUIRE);
-
-		t->apply_waiters++;
-		plk_ilock_unlock(&t->lock);
-		plk_futex_wait(&t->apply_seq, seq, CLOCK_MONOTONIC, NULL);
-		plk_ilock_lock(&t->lock);
-		t->apply_waiters--;
-	}
-}
-
 /*
  * Unlike a lender, which leaves its generation to the token holder, the
  * releaser waits for the token: its unlock must not return before its
@@ -496,7 +462,7 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
 		return;
 	}
-	if (token_wait(self, tid))
+	if (plk_thread_token_wait(self, tid))
 		apply_locked(self, tid, now_ns);
 }
 
@@ -516,7 +482,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		plk_ilock_lock(&t->lock);
 	else
 		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, PLK_RECORD_CREATE) : NULL;
-	if (!t || !token_wait(t, tid))
+	if (!t || !plk_thread_token_wait(t, tid))
 		return set(arg);
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */

@@ -2,7 +2,9 @@
 /*
  * fork.c - keep the library consistent across fork().
  *
- * prepare first lets the observer (the interposer's statistics: with
+ * prepare first takes the forking thread's own apply token (no other
+ * thread's sched calls on it are then in flight, so its record says what
+ * the kernel has), then lets the observer (the interposer's statistics: with
  * PROXYLOCK_STATS on, the one user of liburcu) take urcu-bp's and
  * call_rcu's locks, then takes every bucket lock, then the registry's
  * free-list lock, so that no internal lock is held by a thread that
@@ -28,6 +30,7 @@
 static void fork_prepare(void)
 {
 	(void)plk_tid();  /* the TID cached (gettid) before any internal lock is taken */
+	plk_registry_fork_token_take();
 	plk_observe_fork_prepare();
 	plk_waitq_fork_prepare();
 	plk_registry_fork_prepare();
@@ -38,6 +41,7 @@ static void fork_parent(void)
 	plk_registry_fork_parent();
 	plk_waitq_fork_parent();
 	plk_observe_fork_parent();
+	plk_registry_fork_token_drop();
 }
 
 static void fork_child(void)

@@ -6,7 +6,8 @@
  * the owner from the word alone):
  *
  *   bit 31      PLK_WAITERS: some thread is queued on this lock (or is
- *               about to be); the owner must unlock through the slow path
+ *               about to be, or was: it stays set until the release);
+ *               the owner must unlock through the slow path
  *   bit 30      PLK_OWNER_DIED: a robust lock taken from an owner that
  *               exited, until proxylock_mutex_consistent()
  *   bits 0..29  owner TID; 0 = unlocked.  Values from PLK_TID_RESERVED
@@ -44,17 +45,18 @@
  *      is 0 / held by a barger and a woken waiter (park == WOKEN) is on
  *      its way back to the bucket, where it will take L or set
  *      PLK_WAITERS before sleeping again.  So no wake-up is ever lost.
- *  M2  PLK_WAITERS is cleared only by a thread holding the bucket, when
- *      queue(L) is empty (a timed-out waiter leaving last) or by the
- *      release itself.
+ *  M2  PLK_WAITERS is cleared only by the release itself, holding the
+ *      bucket: a waiter leaving an empty queue leaves it set, so that the
+ *      owner's unlock takes the slow path and waits for the apply of its
+ *      withdrawal (donate.c, I1).
  *  M3  A woken waiter re-queues at the head, keeping its first enqueue
  *      time, so the handoff bound counts from when it first waited.
  *  M4  A handoff stores the waiter's TID in the word before its park
  *      word says HANDED (it may return and unlock at once).
  *  M5  A waiter leaving without the lock (deadline, cancelled condvar
  *      wait) may hold M1's duty (it was woken): it leaves only once it
- *      took L, or the queue is empty, or the word is held with
- *      PLK_WAITERS set; failed CASes are retried (lock_timedout).
+ *      took L, or the queue is empty (its lend withdrawn), or the word is
+ *      held with PLK_WAITERS set; failed CASes are retried (lock_timedout).
  *  M6  PLK_WAITERS is never set on a reserved word (destroyed, not
  *      recoverable): nobody would unlock it (cond.c wakes instead).
  *
@@ -700,6 +702,7 @@ static int trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
 
 	if (!dead)
 		return EBUSY;
+	plk_lend_prepare(m);
 	b = plk_waitq_lock(m);
 	what = take_from_dead(b, m, plk_word(m), self, NULL, dead);  /* m is robust */
 	plk_waitq_unlock(b);

@@ -253,14 +253,15 @@ static void record_free(struct plk_thread *t)
 
 /*
  * Make free record @t @tid's and link it; @t's lock held.  Everything
- * after the lock word is reset; the fields read without a lock are
+ * after the lock word and the token's waiter count and futex word is
+ * reset; the fields read without a lock are
  * written with atomics (a stale finder may be reading them).  wait_seq
  * only grows, so a chain walk's snapshot never matches across a recycle.
  */
 static void record_init(struct plk_thread *t, pid_t tid)
 {
 	memset((char *)t + offsetof(struct plk_thread, adopted), 0,
-	       sizeof(*t) - offsetof(struct plk_thread, adopted));
+	       sizeof(*t) - offsetof(struct plk_thread, adopted));  /* applier too */
 	CDS_INIT_LIST_HEAD(&t->wnode);
 	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
@@ -334,17 +335,71 @@ void plk_thread_unlock(struct plk_thread *t)
 		record_free(t);
 }
 
+/* --- the apply token ------------------------------------------------- */
+
+bool plk_thread_token_wait(struct plk_thread *t, pid_t tid)
+{
+	for (;;) {
+		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid) {
+			plk_thread_unlock(t);
+			return false;
+		}
+		if (plk_thread_token_take(t))
+			return true;
+		uint32_t seq = __atomic_load_n(&t->apply_seq, __ATOMIC_RELAXED);
+
+		t->apply_waiters++;
+		plk_ilock_unlock(&t->lock);
+		plk_futex_wait(&t->apply_seq, seq, CLOCK_MONOTONIC, NULL);
+		plk_ilock_lock(&t->lock);
+		t->apply_waiters--;
+	}
+}
+
+/* Drop the token, t->lock held; true if sleepers must be woken (after
+ * the lock is dropped: I5). */
+static bool token_drop(struct plk_thread *t)
+{
+	t->applier = false;
+	if (t->apply_waiters == 0)
+		return false;
+	__atomic_store_n(&t->apply_seq, t->apply_seq + 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void plk_thread_token_drop_unlock(struct plk_thread *t)
+{
+	bool wake = token_drop(t);
+
+	plk_thread_unlock(t);
+	if (wake)
+		plk_futex_wake(&t->apply_seq, INT32_MAX);
+}
+
 /* --- a thread's own record ------------------------------------------- */
 
-/* Key destructor: the thread is exiting and cannot be blocked on a lock. */
+/*
+ * Key destructor: the thread is exiting and cannot be blocked on a lock.
+ * Another thread may still hold its apply token (a lender's calls in
+ * flight, an application's scheduler call on it): the record is retired
+ * only once the token is ours, so nobody writes a recycled record, and
+ * those waiting for the token wake to find it is no longer @tid's.
+ */
 static void self_destructor(void *arg)
 {
 	struct plk_thread *t = arg;
+	pid_t tid = __atomic_load_n(&t->tid, __ATOMIC_RELAXED);
+	bool wake;
 
 	tls_self = NULL;
 	plk_ilock_lock(&t->lock);
+	if (!plk_thread_token_wait(t, tid))
+		return;  /* cannot happen: only we retire an adopted record */
 	record_retire(t);
+	wake = token_drop(t);
 	plk_ilock_unlock(&t->lock);
+	if (wake)
+		plk_futex_wake(&t->apply_seq, INT32_MAX);
 	record_free(t);
 }
 
@@ -399,6 +454,34 @@ void plk_registry_fork_restore(void)
 	if (fork_restore)
 		plk_sched_apply(0, &fork_applied, &fork_base);
 	fork_restore = false;
+}
+
+/*
+ * Before any internal lock: take the forking thread's own apply token,
+ * so that no other thread's sched calls on it are in flight across the
+ * fork and its record's applied is what the kernel has (the child
+ * inherits that view and restores from it).
+ */
+void plk_registry_fork_token_take(void)
+{
+	struct plk_thread *me = tls_self;
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	if (!plk_thread_token_wait(me, (pid_t)plk_tid()))
+		return;
+	plk_ilock_unlock(&me->lock);
+}
+
+void plk_registry_fork_token_drop(void)
+{
+	struct plk_thread *me = tls_self;
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	plk_thread_token_drop_unlock(me);
 }
 
 void plk_registry_fork_prepare(void)

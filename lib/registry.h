@@ -56,6 +56,10 @@ struct plk_thread {
 	 * the holder of the apply token makes the kernel agree after every
 	 * internal lock is dropped. */
 	plk_ilock_t lock;
+	/* Never reset either: a thread asleep for the apply token counts
+	 * itself in, and sleeps on, these across a recycle. */
+	uint32_t apply_waiters;        /* threads waiting for the token */
+	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
@@ -65,8 +69,6 @@ struct plk_thread {
 	bool applier;                  /* the apply token is taken */
 	bool base_unverified;          /* base is a copy no call may be made on */
 	bool base_check;               /* the apply must check the copy's age */
-	uint32_t apply_waiters;        /* base_set calls waiting for the token */
-	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
 	uint64_t base_ns;              /* CLOCK_MONOTONIC of the last read of base */
 	const void *lent_lock;         /* the lock whose lend changed eff last */
 	int nheld;                     /* entries in held[] */
@@ -181,6 +183,35 @@ PLK_HIDDEN bool plk_registry_reserve(pid_t tid);
  */
 PLK_HIDDEN void plk_thread_unlock(struct plk_thread *t);
 
+/*
+ * The apply token (donate.c): t->applier marks the one thread making
+ * sched calls for t's thread.  Taken and dropped under t->lock; a record
+ * is never retired while it is taken.
+ */
+
+/** plk_thread_token_take - take @t's token if free; t->lock held. */
+static inline bool plk_thread_token_take(struct plk_thread *t)
+{
+	if (t->applier)
+		return false;
+	t->applier = true;
+	return true;
+}
+
+/**
+ * plk_thread_token_wait - take @t's token, sleeping for it (a futex wait
+ * with no internal lock held) while another thread has it.  Called with
+ * t->lock held; returns true with t->lock held and the token taken, or
+ * false with t unlocked if the record stopped being @tid's.
+ */
+PLK_HIDDEN bool plk_thread_token_wait(struct plk_thread *t, pid_t tid);
+
+/**
+ * plk_thread_token_drop_unlock - drop @t's token and its lock (as
+ * plk_thread_unlock), waking threads waiting for the token.
+ */
+PLK_HIDDEN void plk_thread_token_drop_unlock(struct plk_thread *t);
+
 /**
  * plk_thread_exited - true if no thread of this process has TID @tid
  * any more (the kernel's answer: tgkill signal 0 fails with ESRCH; for
@@ -191,6 +222,12 @@ PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);
+
+/** plk_registry_fork_token_take/drop - the forking thread takes its own
+ * apply token before fork's internal locks, and drops it in the parent
+ * (the child's records are all reset). */
+PLK_HIDDEN void plk_registry_fork_token_take(void);
+PLK_HIDDEN void plk_registry_fork_token_drop(void);
 
 /** plk_registry_fork_prepare/parent/child - pthread_atfork hooks. */
 PLK_HIDDEN void plk_registry_fork_prepare(void);
