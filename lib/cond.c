@@ -58,7 +58,7 @@
 #include "chain.h"
 #include "cond.h"
 #include "donate.h"
-#include "mutex.h"
+#include "lockword.h"
 #include "registry.h"
 #include "vgclient.h"
 #include "waitq.h"

@@ -72,7 +72,7 @@
 #include "config.h"
 #include "chain.h"
 #include "donate.h"
-#include "mutex.h"
+#include "lockword.h"
 #include "observe.h"
 #include "probes.h"
 #include "stats.h"

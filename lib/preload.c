@@ -63,7 +63,7 @@
 #include "cond.h"
 #include "config.h"
 #include "lockstat.h"
-#include "mutex.h"
+#include "lockword.h"
 #include "preload.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))

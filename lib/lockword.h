@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mutex.h - the lock word's encoding, shared by mutex.c (which owns it
+ * lockword.h - the lock word's encoding, shared by mutex.c (which owns it
  * and documents it at its top) and the donation engine.
  */
-#ifndef PLK_MUTEX_H
-#define PLK_MUTEX_H
+#ifndef PLK_LOCKWORD_H
+#define PLK_LOCKWORD_H
 
 #include <errno.h>
 #include <stdbool.h>
@@ -238,4 +238,4 @@ PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t 
  */
 PLK_HIDDEN int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
 
-#endif /* PLK_MUTEX_H */
+#endif /* PLK_LOCKWORD_H */
