@@ -1,19 +1,39 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lockword.h - the lock word's encoding, shared by mutex.c (which owns it
- * and documents it at its top) and the donation engine.
+ * lockword.h - the proxylock mutex's lock word: its encoding, the inline
+ * accessors every layer reads it with, and the one-CAS fast paths.  The
+ * lock protocol that writes it under a bucket lock, and its invariants
+ * M1-M6, head mutex.c; docs/design.md has both at length.
+ *
+ * Lock word (32 bits, the FUTEX_PI convention, so any thread can name
+ * the owner from the word alone):
+ *
+ *   bit 31      PLK_WAITERS: some thread is queued on this lock (or is
+ *               about to be); the owner must unlock through the slow path
+ *   bit 30      PLK_OWNER_DIED: a robust lock taken from an owner that
+ *               exited, until proxylock_mutex_consistent()
+ *   bits 0..29  owner TID; 0 = unlocked.  Values from PLK_TID_RESERVED
+ *               up are states, not threads: destroyed, not recoverable
+ *
+ * __count is the RECURSIVE relock depth (0 = held once); only the owner
+ * touches it.  __flags holds the type (glibc's kind numbers: NORMAL 0,
+ * RECURSIVE 1, ERRORCHECK 2, ADAPTIVE 3) in bits 0..1 and the kinds not
+ * lent from bit 24.  The layout matches the head of glibc's
+ * pthread_mutex_t (see proxylock.h and preload.c).
+ *
+ * Fast paths: lock is one CAS 0 -> TID; unlock is one CAS TID -> 0,
+ * which fails, sending us to the slow path, exactly when the word is not
+ * our bare TID (waiters queued, not ours, or a fork child's pre-fork TID)
+ * or __count is non-zero.  Neither touches the registry or allocates.
  */
 #ifndef PLK_LOCKWORD_H
 #define PLK_LOCKWORD_H
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "futex.h"
 #include "proxylock.h"
 #include "registry.h"
-#include "tsan.h"
 
 #define PLK_WAITERS 0x80000000u     /* FUTEX_WAITERS */
 #define PLK_OWNER_DIED 0x40000000u  /* FUTEX_OWNER_DIED: robust, inconsistent */
@@ -48,6 +68,7 @@ static inline bool plk_flags_valid(const proxylock_mutex_t *m)
 	return (m->__flags & ~PLK_FLAGS_KNOWN) == 0;
 }
 
+/** plk_word - @m's lock word (acquire). */
 static inline uint32_t plk_word(const proxylock_mutex_t *m)
 {
 	return __atomic_load_n(&m->__word, __ATOMIC_ACQUIRE);
@@ -60,6 +81,7 @@ static inline bool plk_cas_word(proxylock_mutex_t *m, uint32_t expect, uint32_t 
 	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
+/** plk_type - @m's type, PROXYLOCK_MUTEX_NORMAL to _ADAPTIVE. */
 static inline int plk_type(const proxylock_mutex_t *m)
 {
 	return (int)(m->__flags & PLK_TYPE_MASK);
@@ -130,112 +152,5 @@ static inline bool plk_mutex_unlock_fast(proxylock_mutex_t *m)
 	       __atomic_compare_exchange_n(&m->__word, &self, 0, 0,
 	                                   __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
-
-/*
- * ThreadSanitizer's custom-mutex annotations, as Abseil's Mutex makes
- * them: TSan then knows a proxylock as a lock (reports lock-order
- * inversions and misuse, names held locks in race reports) and ignores
- * the mutex's own atomics between pre and post.  @may_fail: the call can
- * return without the lock (trylock, deadlines, EDEADLK), which TSan wants
- * flagged as a try.  They compile to nothing in other builds.
- */
-#if PLK_TSAN
-static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail, int err)
-{
-	return (plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ? __tsan_mutex_write_reentrant : 0) |
-	       (may_fail ? __tsan_mutex_try_lock : 0) | (err ? __tsan_mutex_try_lock_failed : 0);
-}
-/*
- * Robust mutexes are not described to TSan: nothing in its interface
- * says that a dead thread's hold passed to another (its own pthread
- * interceptor repairs that state internally), so every EOWNERDEAD would
- * read as a double lock.  Their word's acquire/release atomics still
- * give TSan its happens-before edges; lock-order checks are what is lost.
- */
-#define plk_tsan_annotated(m) (!((m)->__flags & PLK_ROBUST))
-#define plk_tsan_pre_lock(m, may_fail) \
-	(plk_tsan_annotated(m) ? __tsan_mutex_pre_lock((m), plk_tsan_flags((m), (may_fail), 0)) : (void)0)
-/* EOWNERDEAD: acquired (robust, from a dead owner). */
-#define plk_tsan_post_lock(m, may_fail, err) \
-	(plk_tsan_annotated(m) ? __tsan_mutex_post_lock((m), plk_tsan_flags((m), (may_fail), \
-	                         (err) && (err) != EOWNERDEAD), 0) : (void)0)
-#define plk_tsan_pre_unlock(m) (plk_tsan_annotated(m) ? (void)__tsan_mutex_pre_unlock((m), 0) : (void)0)
-#define plk_tsan_post_unlock(m) (plk_tsan_annotated(m) ? __tsan_mutex_post_unlock((m), 0) : (void)0)
-#define plk_tsan_create(m) \
-	(plk_tsan_annotated(m) ? __tsan_mutex_create((m), plk_tsan_flags((m), false, 0)) : (void)0)
-#define plk_tsan_destroy(m) (plk_tsan_annotated(m) ? __tsan_mutex_destroy((m), 0) : (void)0)
-#else
-#define plk_tsan_pre_lock(m, may_fail) ((void)0)
-#define plk_tsan_post_lock(m, may_fail, err) ((void)0)
-#define plk_tsan_pre_unlock(m) ((void)0)
-#define plk_tsan_post_unlock(m) ((void)0)
-#define plk_tsan_create(m) ((void)0)
-#define plk_tsan_destroy(m) ((void)0)
-#endif
-
-/** plk_lock_may_fail - can a blocking lock of @m return without it? */
-static inline bool plk_lock_may_fail(const proxylock_mutex_t *m)
-{
-	return plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK || plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ||
-	       (m->__flags & PLK_ROBUST);
-}
-
-/**
- * plk_mutex_lock_slow - everything lock does after a failed fast path:
- * relock rules, spin, queue, lend, sleep.  @abstime NULL: no deadline.
- */
-PLK_HIDDEN int plk_mutex_lock_slow(proxylock_mutex_t *m, clockid_t clock,
-                                   const struct timespec *abstime);
-
-/**
- * plk_mutex_unlock_slow - unlock after a failed fast path.  @lax: glibc's
- * rules for NORMAL and ADAPTIVE (a non-owner's unlock releases the lock,
- * an unlocked mutex's unlock succeeds); otherwise EPERM for those.
- */
-PLK_HIDDEN int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool lax);
-
-/**
- * plk_mutex_lock_retake - a condvar wait retaking @m after a failed fast
- * path: as plk_mutex_lock_slow with no deadline, but never EDEADLK (a
- * wait may not return without its mutex; in a real cycle it waits).
- */
-PLK_HIDDEN int plk_mutex_lock_retake(proxylock_mutex_t *m);
-
-/**
- * plk_mutex_lock_requeued - take @m after being woken (PLK_PARK_WOKEN)
- * off @m's queue onto which a condvar moved us: as a woken waiter, at
- * the head (M3), and never EDEADLK (as plk_mutex_lock_retake).  @me is
- * the caller's record.
- */
-PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);
-
-/**
- * plk_mutex_abandon_wait - stop waiting on @m, on whose queue a condvar
- * moved @me (its wait was cancelled): leave the queue keeping M1 and move
- * what we lent.  Returns true if @m turned out to be ours (handed to us,
- * or free and taken).
- */
-PLK_HIDDEN bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me);
-
-/**
- * plk_mutex_sleep_until - when a waiter asleep on @m's queue next wakes:
- * at @abstime (on *@clock; NULL: never) or at the end of its @checks-th
- * liveness slice (filled in *@slice), whichever comes first.  With no
- * @abstime the slice is timed on CLOCK_MONOTONIC, stored in *@clock, so
- * that a step of the wall clock cannot stretch it.  Between slices the
- * waiter asks whether the owner still exists (mutex.c).
- */
-PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                                        clockid_t *clock,
-                                                        const struct timespec *abstime,
-                                                        struct timespec *slice);
-
-/**
- * plk_mutex_owner_check - a liveness slice of @me, asleep on @m's queue,
- * ended: if @m's owner has exited, say so (stats, probe) and, for a
- * robust @m, take it: EOWNERDEAD, @me off the queue and owning @m.  Else
- * -1: sleep on.
- */
-PLK_HIDDEN int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
 
 #endif /* PLK_LOCKWORD_H */

@@ -64,6 +64,7 @@
 #include "config.h"
 #include "lockstat.h"
 #include "lockword.h"
+#include "mutex.h"
 #include "preload.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))
