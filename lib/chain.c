@@ -16,7 +16,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
-#include "mutex.h"
+#include "lockword.h"
 #include "schedctl.h"
 #include "stats.h"
 

@@ -58,8 +58,11 @@
 #include "chain.h"
 #include "cond.h"
 #include "donate.h"
+#include "lockword.h"
 #include "mutex.h"
 #include "registry.h"
+#include "robust.h"
+#include "tsan.h"
 #include "vgclient.h"
 #include "waitq.h"
 
@@ -387,7 +390,7 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 
 	for (;;) {
 		/* Moved onto a proxylock's queue: watch its owner, as its
-		 * own waiters do (mutex.c).  With a robust mutex, slice from
+		 * own waiters do (robust.c).  With a robust mutex, slice from
 		 * the start: the mover's wake-up to start slicing may come
 		 * before we sleep.  (plk_mutex_owner_check acts only once we
 		 * are on the mutex's queue.)  A slice's end stays put across

@@ -21,16 +21,6 @@ struct plk_lend {
 	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
 };
 
-/* Most NUMA nodes the NODE affinity policy tells apart. */
-#define PLK_NODES_MAX 64
-
-/* The machine's CPUs by NUMA node, read once (schedctl.c's probe). */
-struct plk_numa_map {
-	int nnodes;                          /* 0: no NUMA information */
-	int16_t node_of[CPU_SETSIZE];        /* -1: unknown */
-	cpu_set_t cpus_of[PLK_NODES_MAX];
-};
-
 /* Everything a combination depends on besides the base and the lend. */
 struct plk_lend_env {
 	int affinity;                        /* PROXYLOCK_AFFINITY_* */

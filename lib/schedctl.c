@@ -27,7 +27,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "lend.h"
 #include "proxylock.h"
 #include "schedctl.h"
 #include "stats.h"
