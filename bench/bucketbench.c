@@ -33,6 +33,9 @@
 
 #include "bucketinv.h"
 #include "proxylock.h"
+#include "chain.h"
+#include "donate.h"
+#include "registry.h"
 #include "schedctl.h"
 #include "waitq.h"
 
@@ -260,6 +263,45 @@ static double pairs_once(pid_t tid, const struct plk_sched_ctx *base,
 }
 
 /*
+ * The same pair through the whole engine, as a contended lock makes it:
+ * under a bucket, the lend is recorded for the target (plk_donate_set),
+ * then applied once the bucket is dropped (plk_lend_flush: the token,
+ * the liveness probe, the first lend's re-read of the base, the calls);
+ * then withdrawn and restored the same way.  The lock is only a key.
+ */
+static double engine_pairs_once(pid_t tid, const struct plk_sched_ctx *w, unsigned kinds, long n,
+                                double *calls)
+{
+	static int key;
+	struct proxylock_stats a, b;
+	struct plk_bucket *bk;
+	struct plk_lend l;
+	uint64_t t0, t1;
+
+	plk_lend_init(&l);
+	plk_lend_add(&l, w, kinds);
+	plk_lend_prepare(NULL);
+	(void)plk_registry_reserve(tid);
+	proxylock_stats_get(&a);
+	t0 = binv_now();
+	for (long i = 0; i < n; i++) {
+		bk = plk_waitq_lock(&key);
+		plk_donate_set(tid, &key, &l, 1);  /* lend */
+		plk_waitq_unlock(bk);
+		plk_lend_flush();
+		bk = plk_waitq_lock(&key);
+		plk_donate_withdraw_tid(tid, &key);  /* restore */
+		plk_waitq_unlock(bk);
+		plk_lend_flush();
+	}
+	t1 = binv_now();
+	proxylock_stats_get(&b);
+	*calls = (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
+	         (double)n;
+	return (double)(t1 - t0) / (double)n;
+}
+
+/*
  * One thread applies a lend to a sleeping target and restores it, the
  * calls the engine makes for it (plk_sched_apply: only the fields that
  * differ), timed in batches of --pairs; the median of --reps batches.
@@ -275,8 +317,16 @@ static void bench_lend_cost(void)
 		{ "nice", PROXYLOCK_DONATE_NICE, false }, { "rt", PROXYLOCK_DONATE_RT, false },
 		{ "all", PROXYLOCK_DONATE_ALL, false },
 		{ "all-probed", PROXYLOCK_DONATE_ALL, true },  /* + tgkill before each */
+		{ "engine-affinity", PROXYLOCK_DONATE_AFFINITY, false },  /* engine_pairs_once */
+		{ "engine-nice", PROXYLOCK_DONATE_NICE, false },
+		{ "engine-rt", PROXYLOCK_DONATE_RT, false },
+		{ "engine-all", PROXYLOCK_DONATE_ALL, false },
 	};
 	enum { NK = sizeof(ks) / sizeof(ks[0]) };
+#define pairs_of(k, tid, base, lent, n, calls)                                            \
+	(!strncmp(ks[k].name, "engine-", 7)                                              \
+	         ? engine_pairs_once((tid), (lent), ks[k].kinds & caps, (n), (calls))   \
+	         : pairs_once((tid), (base), (lent), (n), ks[k].probed, (calls)))
 	static double v[NK][2][MAX_REPS];
 	unsigned caps = proxylock_caps();
 	struct target t = { 0, 0 };
@@ -308,13 +358,12 @@ static void bench_lend_cost(void)
 	for (int k = 0; k < NK; k++) {  /* warm up */
 		double c;
 
-		pairs_once(t.tid, &base, &lent[k], pairs / 10 + 1, ks[k].probed, &c);
+		pairs_of(k, t.tid, &base, &lent[k], pairs / 10 + 1, &c);
 	}
 	for (int r = 0; r < reps; r++)
 		for (int k = 0; k < NK; k++)
 			if ((ks[k].kinds & caps) != 0)
-				v[k][0][r] = pairs_once(t.tid, &base, &lent[k], pairs, ks[k].probed,
-				                        &v[k][1][r]);
+				v[k][0][r] = pairs_of(k, t.tid, &base, &lent[k], pairs, &v[k][1][r]);
 	for (int k = 0; k < NK; k++) {
 		char name[64];
 

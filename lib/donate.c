@@ -35,9 +35,9 @@
  *      returning; so when T holds no lock with blocked waiters (and is
  *      not mid-unlock), E(T) = B(T), and once T's token is free the
  *      kernel's view equals B(T).  T's own unlock applies its withdrawal
- *      before returning, unless another thread holds T's token: that
- *      thread then installs it before dropping the token, with no lock
- *      held and at most a few sched calls in between.
+ *      before returning; if another thread holds T's token, T waits for
+ *      it (plk_donate_withdraw), and a waiter leaving an empty queue
+ *      leaves PLK_WAITERS set so that T's unlock takes this path (M2).
  *  I2  T.applied is what the last sched calls for T left in the kernel
  *      (or what was read from it), of generation T.applied_gen; calls
  *      are made only by the token holder, only for fields where E(T)
@@ -356,8 +356,12 @@ static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 			t->applied_gen = gen;
 			break;
 		}
+		/* An adopted record's thread is alive while we hold its token:
+		 * its key destructor takes the token before retiring it. */
+		bool adopted = t->adopted;
+
 		plk_ilock_unlock(&t->lock);
-		bool ours = tid_is_ours(tid);
+		bool ours = adopted || tid_is_ours(tid);
 
 		if (ours && plk_sched_apply(tid, &have, &want)) {
 			seen_kinds = count_apply(lock, tid, lent, &before, &have);
@@ -447,9 +451,11 @@ static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *n
 /*
  * Unlike a lender, which leaves its generation to the token holder, the
  * releaser waits for the token: its unlock must not return before its
- * kernel view is B(self) again (I1).  The holder holds no lock and makes
- * at most a few sched calls; before the token existed, the releaser
- * waited for the record lock held across the same calls.
+ * kernel view is B(self) again (I1).  The holder holds no lock; its
+ * calls are a handful, but it may be preempted between them, and nothing
+ * is lent to it (docs/design.md, Known limits).  Before the token
+ * existed, the releaser waited for the record lock held across the same
+ * calls, with the bucket too.
  */
 void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 {
