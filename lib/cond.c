@@ -307,6 +307,20 @@ static void cond_pass_on(proxylock_cond_t *c)
 		plk_waitq_unpark(t);
 }
 
+/*
+ * AddressSanitizer: a cancellation unwinds to cond_sleep's cleanup buffer
+ * with glibc's own longjmp, which ASan does not see, so the redzones of
+ * the frames it abandoned (cond_park, the futex wait) stay poisoned, and
+ * the handler's calls, which reuse that stack, would be reported.  Clear
+ * the shadow of the stack first, as ASan does itself before a noreturn.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+void __asan_handle_no_return(void);
+#define asan_forget_unwound_frames() __asan_handle_no_return()
+#else
+#define asan_forget_unwound_frames() ((void)0)
+#endif
+
 /* Cleanup handler of a cancelled wait: leave our queue, retake the mutex,
  * and pass on a signal we were taken off by. */
 static void cond_wait_cancelled(void *arg)
@@ -314,6 +328,8 @@ static void cond_wait_cancelled(void *arg)
 	struct cond_wait *w = arg;
 	bool signalled = true;
 	uint32_t st;
+
+	asan_forget_unwound_frames();
 
 	if (cond_leave(w->c, w->me)) {
 		st = PLK_PARK_WAITING;  /* still on the condvar: just left it */
