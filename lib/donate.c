@@ -410,6 +410,37 @@ void plk_donate_waiter_refresh(struct plk_thread *self)
 	plk_ilock_unlock(&self->lock);
 }
 
+/* --- fork ------------------------------------------------------------ */
+
+/*
+ * Before any internal lock: the forking thread takes its own apply token,
+ * so that no other thread's calls on it are in flight across the fork and
+ * its record says what the kernel has (the child restores from it).
+ */
+void plk_donate_fork_prepare(void)
+{
+	struct plk_thread *me = plk_thread_self_cached();
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	if (plk_thread_token_wait(me, (pid_t)plk_tid()))
+		plk_ilock_unlock(&me->lock);
+}
+
+/* Parent, every internal lock free again: a lend or withdrawal computed
+ * for us during the fork found the token taken and left it to us. */
+void plk_donate_fork_parent(void)
+{
+	struct plk_thread *me = plk_thread_self_cached();
+	uint64_t now_ns = plk_now_ns();
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	apply_locked(me, (pid_t)plk_tid(), now_ns);
+}
+
 /* --- the application sets its own context ---------------------------- */
 
 bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)

@@ -80,6 +80,15 @@ PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
  */
 PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self);
 
+/**
+ * plk_donate_fork_prepare/parent - the forking thread holds its own apply
+ * token across fork (taken before any internal lock; in the parent,
+ * anything computed for it meanwhile is applied as the token drops; the
+ * child's records are all reset).
+ */
+PLK_HIDDEN void plk_donate_fork_prepare(void);
+PLK_HIDDEN void plk_donate_fork_parent(void);
+
 /* Parts of a context an application's scheduler call sets. */
 enum {
 	PLK_FIELD_CPUS = 1, PLK_FIELD_NICE = 2, PLK_FIELD_POLICY = 4,  /* policy and RT priority */

@@ -22,6 +22,7 @@
  */
 #include <pthread.h>
 
+#include "donate.h"
 #include "observe.h"
 #include "registry.h"
 #include "stats.h"
@@ -30,7 +31,7 @@
 static void fork_prepare(void)
 {
 	(void)plk_tid();  /* the TID cached (gettid) before any internal lock is taken */
-	plk_registry_fork_token_take();
+	plk_donate_fork_prepare();
 	plk_observe_fork_prepare();
 	plk_waitq_fork_prepare();
 	plk_registry_fork_prepare();
@@ -41,7 +42,7 @@ static void fork_parent(void)
 	plk_registry_fork_parent();
 	plk_waitq_fork_parent();
 	plk_observe_fork_parent();
-	plk_registry_fork_token_drop();
+	plk_donate_fork_parent();
 }
 
 static void fork_child(void)

@@ -262,6 +262,9 @@ static void record_init(struct plk_thread *t, pid_t tid)
 {
 	memset((char *)t + offsetof(struct plk_thread, adopted), 0,
 	       sizeof(*t) - offsetof(struct plk_thread, adopted));  /* applier too */
+	/* Its base was never read: no call may be made on it, and it is never
+	 * answered to the application, until it is (donate.c, I4). */
+	t->base_unverified = true;
 	CDS_INIT_LIST_HEAD(&t->wnode);
 	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
@@ -325,8 +328,8 @@ struct plk_thread *plk_thread_lock_tid(pid_t tid, int how)
 void plk_thread_unlock(struct plk_thread *t)
 {
 	/* Not while a restore is due or being made: its apply needs it. */
-	bool idle = !t->adopted && t->nheld == 0 && !t->applier && t->gen == t->applied_gen &&
-	            !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
+	bool idle = t->tid != 0 && !t->adopted && t->nheld == 0 && !t->applier &&
+	            t->gen == t->applied_gen && !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
 
 	if (idle)
 		record_retire(t);
@@ -341,7 +344,9 @@ bool plk_thread_token_wait(struct plk_thread *t, pid_t tid)
 {
 	for (;;) {
 		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid) {
-			plk_thread_unlock(t);
+			/* Not ours to retire: it was retired (and may be free
+			 * or recycled) while we slept. */
+			plk_ilock_unlock(&t->lock);
 			return false;
 		}
 		if (plk_thread_token_take(t))
@@ -408,6 +413,11 @@ static void key_init(void)
 	key_ready = pthread_key_create(&self_key, self_destructor) == 0;
 }
 
+struct plk_thread *plk_thread_self_cached(void)
+{
+	return tls_self;
+}
+
 struct plk_thread *plk_thread_self(void)
 {
 	struct plk_thread *t = tls_self;
@@ -456,34 +466,6 @@ void plk_registry_fork_restore(void)
 	fork_restore = false;
 }
 
-/*
- * Before any internal lock: take the forking thread's own apply token,
- * so that no other thread's sched calls on it are in flight across the
- * fork and its record's applied is what the kernel has (the child
- * inherits that view and restores from it).
- */
-void plk_registry_fork_token_take(void)
-{
-	struct plk_thread *me = tls_self;
-
-	if (!me)
-		return;
-	plk_ilock_lock(&me->lock);
-	if (!plk_thread_token_wait(me, (pid_t)plk_tid()))
-		return;
-	plk_ilock_unlock(&me->lock);
-}
-
-void plk_registry_fork_token_drop(void)
-{
-	struct plk_thread *me = tls_self;
-
-	if (!me)
-		return;
-	plk_ilock_lock(&me->lock);
-	plk_thread_token_drop_unlock(me);
-}
-
 void plk_registry_fork_prepare(void)
 {
 	forking_tid = plk_tid();
@@ -524,8 +506,11 @@ void plk_registry_fork_child(void)
 	forked_tid = plk_tid();
 	tls_self = NULL;
 	free_lock.word = 0;
-	for (struct plk_thread *t = free_list; t; t = t->free_next)
+	/* Parent threads asleep for a token are not in the child. */
+	for (struct plk_thread *t = free_list; t; t = t->free_next) {
 		t->lock.word = 0;
+		t->apply_waiters = 0;
+	}
 	if (key_ready)
 		pthread_setspecific(self_key, NULL);
 	for (unsigned p = 0; p < NPAGES; p++) {
@@ -538,6 +523,7 @@ void plk_registry_fork_child(void)
 				continue;
 			page[i] = NULL;
 			t->lock.word = 0;
+			t->apply_waiters = 0;
 			t->tid = 0;
 			record_free(t);
 		}

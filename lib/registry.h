@@ -145,6 +145,10 @@ PLK_HIDDEN uint32_t plk_forked_tid(void);
  */
 PLK_HIDDEN struct plk_thread *plk_thread_self(void);
 
+/** plk_thread_self_cached - the caller's adopted record, or NULL if it
+ * has none yet (never creates one). */
+PLK_HIDDEN struct plk_thread *plk_thread_self_cached(void);
+
 /**
  * plk_thread_find - the record of @tid, or NULL.  Lock-free.  Unless its
  * thread is pinned, the record may be recycled for another thread at any
@@ -222,12 +226,6 @@ PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);
-
-/** plk_registry_fork_token_take/drop - the forking thread takes its own
- * apply token before fork's internal locks, and drops it in the parent
- * (the child's records are all reset). */
-PLK_HIDDEN void plk_registry_fork_token_take(void);
-PLK_HIDDEN void plk_registry_fork_token_drop(void);
 
 /** plk_registry_fork_prepare/parent/child - pthread_atfork hooks. */
 PLK_HIDDEN void plk_registry_fork_prepare(void);
