@@ -45,7 +45,7 @@
 #include "proxylock.h"
 
 #ifndef PLK_PRELOAD_REL
-#define PLK_PRELOAD_REL "../lib/libproxylock-preload.so"
+#define PLK_PRELOAD_REL "../lib/proxylock/libproxylock-preload.so"
 #endif
 #ifndef PLK_VERSION
 #define PLK_VERSION "unknown"
