@@ -52,13 +52,12 @@ expect 127 'No such file' run "$d/nonexistent"
 expect 127 'No such file' run proxylock-no-such-program
 PROXYLOCK_PRELOAD=$d/missing.so expect 125 'interposer is not at' run true
 # Options reach the program as variables; after PROGRAM, nothing is ours.
-"$tool" run --donate=nice,rt --affinity=union --handoff-us=250 --stats=r.json \
+"$tool" run --donate=nice,rt --affinity=union --handoff-us=250 --stats="$d/r.json" \
 	sh -c 'echo "$PROXYLOCK_DONATE $PROXYLOCK_AFFINITY $PROXYLOCK_HANDOFF_US $PROXYLOCK_STATS $PROXYLOCK_STATS_FILE $LD_PRELOAD" "$@"' \
 	sh --donate=all >"$d/env"
-want="nice,rt union 250 1 $(pwd)/r.json $PROXYLOCK_PRELOAD --donate=all"
+want="nice,rt union 250 1 $d/r.json $PROXYLOCK_PRELOAD --donate=all"
 [ "$(cat "$d/env")" = "$want" ] && echo "ok - options reach the program as variables" ||
 	{ echo "not ok - environment: '$(cat "$d/env")', want '$want'"; fail=1; }
-rm -f r.json
 other=$(find /lib /usr/lib -name 'libm.so.6' | head -1)
 LD_PRELOAD=$other "$tool" run sh -c 'echo "$LD_PRELOAD"' >"$d/out" 2>"$d/err"
 [ "$(cat "$d/out")" = "$PROXYLOCK_PRELOAD:$other" ] && grep -q 'LD_PRELOAD already holds' "$d/err" &&
