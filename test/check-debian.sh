@@ -92,13 +92,13 @@ DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 purge -y -qq $
 	{ cat "$out/purge.log"; echo "not ok - apt-get purge"; exit 1; }
 left=""
 while read -r f; do
-	[ -d "$f" ] && continue  # shared directories (/usr/bin, ...) stay
-	[ -e "$f" ] || [ -L "$f" ] && left="$left $f"
+	# Shared directories (/usr/bin, ...) stay; our own must go.
+	case $f in
+	*proxylock*) ;;
+	*) [ -d "$f" ] && continue ;;
+	esac
+	if [ -e "$f" ] || [ -L "$f" ]; then left="$left $f"; fi
 done <"$work/files"
-for d in /usr/share/proxylock /usr/share/doc/libproxylock0 /usr/share/doc/libproxylock-dev \
-         /usr/share/doc/proxylock; do
-	[ -e "$d" ] && left="$left $d"
-done
 [ -z "$left" ] || { echo "not ok - left behind after purge:$left"; exit 1; }
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" &&
