@@ -55,10 +55,14 @@
 #include <sched.h>
 #include <stdint.h>
 
+#include "chain.h"
 #include "cond.h"
 #include "donate.h"
+#include "lockword.h"
 #include "mutex.h"
 #include "registry.h"
+#include "robust.h"
+#include "tsan.h"
 #include "vgclient.h"
 #include "waitq.h"
 
@@ -386,7 +390,7 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 
 	for (;;) {
 		/* Moved onto a proxylock's queue: watch its owner, as its
-		 * own waiters do (mutex.c).  With a robust mutex, slice from
+		 * own waiters do (robust.c).  With a robust mutex, slice from
 		 * the start: the mover's wake-up to start slicing may come
 		 * before we sleep.  (plk_mutex_owner_check acts only once we
 		 * are on the mutex's queue.)  A slice's end stays put across
@@ -452,7 +456,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
-	if (!ops && plk_donate_lock_kinds(m))
+	if (!ops && plk_lend_kinds(m))
 		plk_donate_waiter_refresh(me);
 	b = plk_waitq_lock(cond_key(c));
 	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
@@ -538,20 +542,20 @@ enum { MOVE_RETRY, MOVE_DONE, MOVE_MORE, MOVE_WAKE };
  */
 static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 {
-	struct plk_thread *t, *woken[WAKE_BATCH], *owner = NULL;
-	proxylock_mutex_t *next = NULL;
+	struct plk_thread *t, *woken[WAKE_BATCH], *kicked[WAKE_BATCH];
 	struct plk_bucket *bc, *bm;
-	bool moved = false, changed = false, held = false, free_woken = false;
+	bool moved = false, held = false, free_woken = false;
 	uint64_t now = plk_now_ns();
-	int ret = MOVE_DONE, n = 0;
+	int ret = MOVE_DONE, n = 0, nk = 0;
 
+	plk_lend_prepare(NULL);  /* m's word is read once m is known to be c's */
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
 		ret = MOVE_RETRY;
 	else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0)
 		ret = MOVE_WAKE;
 	while (ret == MOVE_DONE && (t = plk_waitq_first(bc, cond_key(c)))) {
-		if (n == WAKE_BATCH) {
+		if (n == WAKE_BATCH || nk == WAKE_BATCH) {
 			ret = MOVE_MORE;
 			break;
 		}
@@ -578,7 +582,7 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 			 * dead owner.  (Moved onto another lock it sleeps on; a
 			 * dead owner of that is reported by its own waiters.) */
 			if (m->__flags & PLK_ROBUST)
-				plk_futex_wake(&t->park, 1);
+				kicked[nk++] = t;
 		}
 		if (!all)
 			break;
@@ -586,12 +590,15 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	if (bc != bm)
 		plk_waitq_unlock(bc);
 	if (moved)
-		changed = plk_donate_update(bm, m, &owner, &next);
+		plk_lend_update(bm, m);
 	plk_waitq_unlock(bm);
-	if (changed && next)
-		plk_donate_propagate(owner, next);
+	plk_lend_flush();
 	for (int i = 0; i < n; i++)
 		plk_waitq_unpark(woken[i]);
+	/* After the buckets (I5); a stale kick of a recycled record is a
+	 * spurious wake-up, which every park loop tolerates. */
+	for (int i = 0; i < nk; i++)
+		plk_futex_wake(&kicked[i]->park, 1);
 	return ret;
 }
 

@@ -54,9 +54,20 @@ static void config_read(void)
 		                                       : PLK_PI_AUTO;
 }
 
+static bool config_ready;  /* set (release) once config_read has run */
+
+static void config_read_once(void)
+{
+	config_read();
+	__atomic_store_n(&config_ready, true, __ATOMIC_RELEASE);
+}
+
+/* Read once; afterwards one acquire load (no pthread_once call, so it is
+ * cheap under internal locks and makes no futex call there). */
 struct plk_config *plk_config(void)
 {
-	pthread_once(&config_once, config_read);
+	if (!__atomic_load_n(&config_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&config_once, config_read_once);
 	return &config;
 }
 

@@ -1,57 +1,74 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * donate.c - the donation engine.
+ * donate.c - the donation engine: what a thread is lent, and making the
+ * kernel agree.
  *
  * Contract.  Each thread T has a base context B(T) (policy and RT
  * priority, nice, uclamp_min, uclamp_max, CPU affinity) and an effective
- * context E(T) = B(T) combined with E(W) of every W blocked on a proxylock
- * T holds (so chains propagate: W waits on T, T waits on U => U gets W's
- * context):
- *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
- *     uclamp_max on the holder never caps the donated minimum);
- *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER;
- *   RT = highest SCHED_FIFO/SCHED_RR priority, if above the holder's;
- *   CPUs = the waiters' CPUs (default), or their union with the holder's
- *     (PROXYLOCK_AFFINITY_UNION), or that union within the waiters' NUMA
- *     nodes (PROXYLOCK_AFFINITY_NODE); always within the process's
- *     cpuset (other CPUs are dropped; nothing left => B(T)'s CPUs).
- *   A SCHED_DEADLINE thread is never changed.
+ * context E(T) = B(T) combined with the lends of every lock T holds with
+ * blocked waiters (the rules are lend.c's; a lend folds its waiters'
+ * E(W), so chains compose).  The engine knows locks only as keys: the
+ * lock layer (chain.c) says who owns what and what its queue lends.
  *
- * Invariants (each thread record's fields are under its own lock; the
- * entry for lock L in T.held is written only under L's bucket lock):
+ * Order.  E(T) is computed under internal locks: a lock's bucket lock
+ * (which pins its owner) and T's record lock.  The kernel is made to
+ * agree later, by plk_donate_apply(), once the caller holds no internal
+ * lock at all: no syscall, allocation or cancellation point ever runs
+ * under one (I5).  Between the two, the work is carried in the caller's
+ * deferred-apply list (plk_donate_defer), as the kernel's wake_q carries
+ * wake-ups out of a spinlock.
+ *
+ * The apply token.  T.applier marks the one thread making sched calls
+ * for T.  Every change of E(T) bumps T.gen under T's lock; the token is
+ * taken and dropped under T's lock too, and is dropped only after the
+ * holder saw T.applied_gen == T.gen there.  A thread whose bump finds
+ * the token taken leaves: the holder sees the bump at its re-check and
+ * applies it.  So calls for T never overlap, each installs a generation
+ * no older than the one before, and no bump is left unapplied.  Lock
+ * paths never wait for the token; only an application's own scheduler
+ * call (plk_donate_base_set) does, with no internal lock held.
+ *
+ * Invariants (each record's fields are under its own lock; the entry for
+ * lock L in T.held is written only under L's bucket lock):
  *  I1  T.held has an entry for L only while T owns L with PLK_WAITERS
  *      set, or is inside unlock(L) between releasing the word and
  *      returning; so when T holds no lock with blocked waiters (and is
- *      not mid-unlock), T.held is empty, E(T) = B(T) and the kernel's
- *      view equals B(T).
- *  I2  T.applied is what the last successful sched_* calls left in the
- *      kernel; calls are made only for fields where E(T) != T.applied.
- *  I3  A donation is applied to T only by a thread holding L's bucket
- *      lock having seen T's TID and PLK_WAITERS in L's word.  T cannot
- *      release L without that bucket lock (its one-CAS unlock fails while
- *      PLK_WAITERS is set), so the owner cannot change between reading
- *      the TID and the syscall.  A releaser withdraws its own entry
- *      after releasing the word and waking the next owner (nobody can
- *      lend to it through L any more) and before unlock returns; a
- *      non-owner's (lax) unlock withdraws the owner's entry under the
- *      bucket, before anyone can take L and be lent to through it.
- *  I4  B(T) is read from the kernel when T.held goes from empty to
- *      non-empty (T is not boosted then, so the kernel's view is B(T)),
- *      and by a waiter, of itself, before it queues unboosted.  A copy
- *      read less than PLK_BASE_TTL_NS (1 ms) before may stand in for the
- *      first read only to conclude that the lend changes nothing, so no
- *      call is ever made on a stale base.  Nothing is lent to a TID that
- *      is not a live thread of this process.
- *  I5  Lock order: a bucket lock (two only while a condvar moves its
- *      waiters onto a mutex queue, cond.c, in address order), then at
- *      most one record lock, then the registry's free-list lock (a
- *      leaf).  A chain walk drops one bucket before taking the next and
- *      revalidates (T still waits on L), as rt_mutex_adjust_prio_chain
- *      does; it is bounded by PROXYLOCK_CHAIN_MAX, so it never loops on
- *      a cycle.  (Still to move out from under these locks: the sched_*
- *      calls made here, and a new record's slab mmap.)
+ *      not mid-unlock), E(T) = B(T), and once T's token is free the
+ *      kernel's view equals B(T).  T's own unlock applies its withdrawal
+ *      before returning; if another thread holds T's token, T waits for
+ *      it (plk_donate_withdraw), and a waiter leaving an empty queue
+ *      leaves PLK_WAITERS set so that T's unlock takes this path (M2).
+ *  I2  T.applied is what the last sched calls for T left in the kernel
+ *      (or what was read from it), of generation T.applied_gen; calls
+ *      are made only by the token holder, only for fields where E(T)
+ *      differs from T.applied.
+ *  I3  A lend is recorded for T only under L's bucket lock, having seen
+ *      T's TID and PLK_WAITERS in L's word; T cannot release L without
+ *      that bucket (its one-CAS unlock fails while PLK_WAITERS is set).
+ *      The apply comes after the bucket is dropped, when T may have
+ *      released L: harmless, since T's withdrawal bumps T.gen and the
+ *      token holder installs the newest generation last.  A releaser
+ *      withdraws its own entry after releasing the word and waking the
+ *      next owner; a non-owner's (lax) unlock withdraws the owner's
+ *      entry under the bucket, before anyone can take L.
+ *  I4  B(T) is read from the kernel only by T's token holder, and only
+ *      while nothing it installed is in the kernel (T.applied = B(T)),
+ *      so the read is B(T).  When T.held goes from empty to non-empty
+ *      and nothing of ours is in the kernel, the copy of B(T) is marked
+ *      unverified: it may conclude that the lend changes nothing (if
+ *      younger than PLK_BASE_TTL_NS; else it is re-read first), but
+ *      before any call is made on it the holder re-reads it.  A waiter
+ *      re-reads its own base before it queues, if nothing is lent to it
+ *      and its token is free.  An unverified copy is never returned to
+ *      the application (plk_donate_base_get).  Nothing is lent to a TID
+ *      that is not a live thread of this process.
+ *  I5  No syscall but the internal locks' own futex calls, no allocation
+ *      and no cancellation point while any internal lock is held
+ *      (checked by the -Dlockcheck=true build, run in CI).  Lock order:
+ *      a bucket lock (two only while a condvar moves its waiters onto a
+ *      mutex queue, cond.c, in address order), then at most one record
+ *      lock, then the registry's free-list lock (a leaf).
  */
-#include <numa.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -59,15 +76,10 @@
 
 #include "config.h"
 #include "donate.h"
-#include "lockstat.h"
+#include "observe.h"
 #include "probes.h"
-#include "mutex.h"
 #include "schedctl.h"
 #include "stats.h"
-
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
 
 /* --- process-wide kinds ---------------------------------------------- */
 
@@ -81,251 +93,37 @@ unsigned proxylock_donate_kinds(void)
 	return plk_sched_caps() & plk_config()->donate;
 }
 
-unsigned plk_donate_lock_kinds(const proxylock_mutex_t *m)
-{
-	unsigned off = (m->__flags >> PLK_NODONATE_SHIFT) & PROXYLOCK_DONATE_ALL;
+/* --- computing E(T), under T's lock ---------------------------------- */
 
-	return off == PROXYLOCK_DONATE_ALL ? 0 : proxylock_donate_kinds() & ~off;
+static void lend_env(struct plk_lend_env *env)
+{
+	env->affinity = __atomic_load_n(&plk_config()->affinity, __ATOMIC_RELAXED);
+	env->allowed = plk_sched_cpuset();
+	env->numa = plk_sched_numa();
 }
 
-/* --- folding waiters' contexts into a lend --------------------------- */
-
-/* Rank of the non-RT policies: a lend may lift IDLE to BATCH to OTHER. */
-static int fair_rank(uint32_t policy)
-{
-	return policy == SCHED_IDLE ? 0 : policy == SCHED_BATCH ? 1 : 2;
-}
-
-static void lend_init(struct plk_lend *l)
-{
-	memset(l, 0, sizeof(*l));
-	l->ctx.nice = 20;               /* above any nice: min() identity */
-	l->ctx.policy = SCHED_IDLE;     /* lowest fair rank */
-}
-
-/* Fold waiter context @w, for @kinds, into @l. */
-static void lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds)
-{
-	l->kinds |= kinds;
-	if (kinds & PROXYLOCK_DONATE_UCLAMP) {
-		if (w->umin > l->ctx.umin)
-			l->ctx.umin = w->umin;
-		if (w->umax > l->ctx.umax)
-			l->ctx.umax = w->umax;
-	}
-	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
-		if (w->nice < l->ctx.nice)
-			l->ctx.nice = w->nice;
-		if (fair_rank(w->policy) > fair_rank(l->ctx.policy))
-			l->ctx.policy = w->policy;
-	}
-	if ((kinds & PROXYLOCK_DONATE_RT) && plk_sched_is_rt(w->policy) &&
-	    w->rt_prio > l->ctx.rt_prio) {
-		l->ctx.rt_prio = w->rt_prio;
-		l->rt_policy = w->policy;
-	}
-	if (kinds & PROXYLOCK_DONATE_AFFINITY)
-		CPU_OR(&l->ctx.cpus, &l->ctx.cpus, &w->cpus);
-}
-
-static void lend_merge(struct plk_lend *into, const struct plk_lend *l)
-{
-	unsigned kinds = l->kinds & ~PROXYLOCK_DONATE_RT;
-
-	lend_add(into, &l->ctx, kinds);
-	if ((l->kinds & PROXYLOCK_DONATE_RT) && l->ctx.rt_prio > into->ctx.rt_prio) {
-		into->ctx.rt_prio = l->ctx.rt_prio;
-		into->rt_policy = l->rt_policy;
-	}
-	into->kinds |= l->kinds;
-}
-
-/* --- combining a lend with a base ------------------------------------ */
-
-static void cpus_of_nodes(const cpu_set_t *cpus, cpu_set_t *out)
-{
-	struct bitmask *node_cpus = numa_allocate_cpumask();
-	bool seen[1024] = { false };
-
-	CPU_ZERO(out);
-	for (int cpu = 0; cpu < CPU_SETSIZE && node_cpus; cpu++) {
-		int node = CPU_ISSET(cpu, cpus) ? numa_node_of_cpu(cpu) : -1;
-
-		if (node < 0 || node >= 1024 || seen[node])
-			continue;
-		seen[node] = true;
-		if (numa_node_to_cpus(node, node_cpus) != 0)
-			continue;
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (numa_bitmask_isbitset(node_cpus, c))
-				CPU_SET(c, out);
-	}
-	if (node_cpus)
-		numa_bitmask_free(node_cpus);
-}
-
-static void combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *lent,
-                             cpu_set_t *out)
-{
-	cpu_set_t nodes;
-
-	switch (__atomic_load_n(&plk_config()->affinity, __ATOMIC_RELAXED)) {
-	case PROXYLOCK_AFFINITY_UNION:
-		CPU_OR(out, &base->cpus, lent);
-		break;
-	case PROXYLOCK_AFFINITY_NODE:
-		CPU_OR(out, &base->cpus, lent);
-		cpus_of_nodes(lent, &nodes);
-		CPU_AND(out, out, &nodes);
-		break;
-	default:
-		*out = *lent;
-	}
-	CPU_AND(out, out, plk_sched_cpuset());
-	if (CPU_COUNT(out) == 0)
-		*out = base->cpus;
-}
-
-static void combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
-                    struct plk_sched_ctx *out)
-{
-	*out = *base;
-	if (base->policy == SCHED_DEADLINE)
-		return;
-	if (l->kinds & PROXYLOCK_DONATE_UCLAMP) {
-		out->umin = l->ctx.umin > base->umin ? l->ctx.umin : base->umin;
-		out->umax = l->ctx.umax > base->umax ? l->ctx.umax : base->umax;
-		if (out->umax < out->umin)
-			out->umax = out->umin;
-	}
-	if ((l->kinds & PROXYLOCK_DONATE_RT) && l->ctx.rt_prio > 0 &&
-	    (!plk_sched_is_rt(base->policy) || l->ctx.rt_prio > base->rt_prio)) {
-		out->policy = l->rt_policy;
-		out->rt_prio = l->ctx.rt_prio;
-	}
-	if ((l->kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(out->policy) &&
-	    l->ctx.nice <= 19) {
-		if (l->ctx.nice < out->nice)
-			out->nice = l->ctx.nice;
-		if (fair_rank(l->ctx.policy) > fair_rank(out->policy))
-			out->policy = l->ctx.policy;
-	}
-	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0)
-		combine_affinity(base, &l->ctx.cpus, &out->cpus);
-}
-
-/* --- a record's entries and the kernel ------------------------------- */
-
-/* Count, process-wide and for @lock, the kinds a donation changed. */
-static void count_lent(const void *lock, const struct plk_sched_ctx *before,
-                       const struct plk_sched_ctx *now)
-{
-	unsigned kinds = 0;
-
-	if (before->umin != now->umin || before->umax != now->umax) {
-		plk_stat_inc(lent_uclamp);
-		kinds |= PROXYLOCK_DONATE_UCLAMP;
-	}
-	if (!CPU_EQUAL(&before->cpus, &now->cpus)) {
-		plk_stat_inc(lent_affinity);
-		kinds |= PROXYLOCK_DONATE_AFFINITY;
-	}
-	if (before->nice != now->nice || (before->policy != now->policy &&
-	                                  !plk_sched_is_rt(now->policy))) {
-		plk_stat_inc(lent_nice);
-		kinds |= PROXYLOCK_DONATE_NICE;
-	}
-	if (plk_sched_is_rt(now->policy) &&
-	    (before->policy != now->policy || before->rt_prio != now->rt_prio)) {
-		plk_stat_inc(lent_rt);
-		kinds |= PROXYLOCK_DONATE_RT;
-	}
-	if (lock)
-		plk_lockstat_lent(lock, kinds);
-}
-
-/* Is @tid a live thread of this process?  TIDs are system-wide: an
- * owner that exited holding a lock leaves its TID in the word, and the
- * TID may be reused elsewhere; we must never touch another process. */
-static bool tid_is_ours(pid_t tid)
-{
-	return (uint32_t)tid == plk_tid() || syscall(SYS_tgkill, plk_pid(), tid, 0) == 0;
-}
-
-/* Recompute t->eff from t->base and t->held; apply.  t->lock held.
- * @lock: the lock whose waiters changed (for the per-lock counts), or
- * NULL.  Returns true if E(T) changed. */
-static bool base_refresh(struct plk_thread *t);
-
-static bool recompute(struct plk_thread *t, const void *lock)
-{
-	struct plk_sched_ctx eff, before = t->applied;
-	struct plk_lend all;
-
-	lend_init(&all);
-	for (int i = 0; i < t->nheld; i++)
-		lend_merge(&all, &t->held[i].lend);
-	combine(&t->base, &all, &eff);
-	if (plk_sched_equal(&eff, &t->eff))
-		return false;
-	if (t->base_unverified) {
-		/* A call is due: read the base first (I4).  Nothing has been
-		 * applied since the copy, so the kernel's view is B(T). */
-		if (!base_refresh(t))
-			return false;
-		combine(&t->base, &all, &eff);
-		if (plk_sched_equal(&eff, &t->eff))
-			return false;
-	}
-	if (!tid_is_ours(t->tid))
-		return false;
-	t->eff = eff;
-	if (plk_sched_apply(t->tid, &t->applied, &t->eff)) {
-		const struct plk_sched_ctx *a = &t->applied;
-
-		if (t->nheld) {
-			plk_stat_inc(donations);
-			count_lent(lock, &before, a);
-			PLK_PROBE8(donate, lock, t->tid, plk_tid(), a->nice, a->rt_prio, a->umin,
-			           a->umax, CPU_COUNT(&a->cpus));
-		} else {
-			plk_stat_inc(restores);
-			PLK_PROBE6(restore, t->tid, a->nice, a->rt_prio, a->umin, a->umax,
-			           CPU_COUNT(&a->cpus));
-		}
-	}
-	return true;
-}
-
-/* Refresh B(T) from the kernel (I4).  t->lock held, t->held empty.
- * False if T is not (any longer) one of our threads. */
-static bool base_refresh(struct plk_thread *t)
-{
-	if (!tid_is_ours(t->tid) || plk_sched_read(t->tid, &t->base) != 0)
-		return false;
-	t->applied = t->base;
-	t->eff = t->base;
-	t->base_ns = plk_now_ns();
-	t->base_unverified = false;
-	return true;
-}
-
-/*
- * Before the first lend to an unboosted T (I4): may the copy of B(T) we
- * hold stand in for a fresh read?  Only to conclude that @l changes
- * nothing, and only if it is younger than PLK_BASE_TTL_NS: then nothing
- * is applied, so a stale copy can at worst miss a boost for that long,
- * never clobber a setting.  This spares symmetric contention (every
- * lend a no-op) two syscalls per sleep.  t->lock held, t->held empty.
- */
-static bool base_copy_suffices(const struct plk_thread *t, const struct plk_lend *l)
+/* E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held. */
+static void recompute(struct plk_thread *t)
 {
 	struct plk_sched_ctx eff;
+	struct plk_lend_env env;
+	struct plk_lend all;
 
-	if (t->base_ns == 0 || plk_now_ns() - t->base_ns > PLK_BASE_TTL_NS)
-		return false;
-	combine(&t->base, l, &eff);
-	return plk_sched_equal(&eff, &t->base);
+	lend_env(&env);
+	plk_lend_init(&all);
+	for (int i = 0; i < t->nheld; i++)
+		plk_lend_merge(&all, &t->held[i].lend);
+	plk_lend_combine(&t->base, &all, &env, &eff);
+	if (!plk_sched_equal(&eff, &t->eff)) {
+		t->eff = eff;
+		t->gen++;
+	}
+}
+
+/* Is work due for the token holder?  t->lock held. */
+static bool apply_due(const struct plk_thread *t)
+{
+	return t->gen != t->applied_gen || t->base_check;
 }
 
 static int held_find(const struct plk_thread *t, const void *lock)
@@ -336,125 +134,297 @@ static int held_find(const struct plk_thread *t, const void *lock)
 	return -1;
 }
 
-/* Set (l->kinds != 0) or clear t's entry for @lock; then recompute.
+/*
+ * T.held goes from empty to non-empty (I4).  If something we installed
+ * is still in the kernel, or may be (a restore not yet applied, or a
+ * call in flight: the token is taken), the copy is B(T) as verified
+ * before that call.  Else the kernel's view is B(T), and the copy stands
+ * in until a call is due; the apply checks its age (base_check) and
+ * re-reads it past PLK_BASE_TTL_NS even if the lend seems to change
+ * nothing.  t->lock held.
+ */
+static void held_first(struct plk_thread *t)
+{
+	if (t->applier || !plk_sched_equal(&t->applied, &t->base))
+		return;
+	t->base_unverified = true;
+	t->base_check = true;
+}
+
+/* Set (l->kinds != 0) or clear t's entry for @lock, and recompute E(T).
  * t->lock held.  Returns true if E(T) changed. */
 static bool held_set(struct plk_thread *t, const void *lock, const struct plk_lend *l)
 {
+	uint64_t gen = t->gen;
 	int i = held_find(t, lock);
 
 	if (l->kinds == 0) {
 		if (i < 0)
 			return false;
 		t->held[i] = t->held[--t->nheld];
-		return recompute(t, NULL);
-	}
-	if (i < 0) {
-		if (t->nheld == PLK_HELD_MAX) {
-			plk_stat_inc(chain_truncated);
-			return false;
-		}
-		if (t->nheld == 0) {
-			if (base_copy_suffices(t, l))
-				t->base_unverified = true;  /* read before any call */
-			else if (!base_refresh(t))
+	} else {
+		if (i < 0) {
+			if (t->nheld == PLK_HELD_MAX) {
+				plk_stat_inc(chain_truncated);
 				return false;
+			}
+			if (t->nheld == 0)
+				held_first(t);
+			i = t->nheld++;
+			t->held[i].lock = lock;
 		}
-		i = t->nheld++;
-		t->held[i].lock = lock;
+		t->held[i].lend = *l;
 	}
-	t->held[i].lend = *l;
-	return recompute(t, lock);
+	recompute(t);
+	if (t->gen != gen)
+		t->lent_lock = lock;
+	return t->gen != gen;
 }
 
-/* --- entry points ---------------------------------------------------- */
+/* --- the deferred-apply list ----------------------------------------- */
 
-void plk_donate_waiter_refresh(struct plk_thread *self)
+#define DEFER_MAX 8
+
+static __thread struct plk_apply deferred[DEFER_MAX];
+static __thread int ndeferred;
+
+/* Defer an apply of @t (as @tid), unless one is already deferred. */
+static void defer(struct plk_thread *t, pid_t tid, void *next, int depth)
 {
-	plk_ilock_lock(&self->lock);
-	if (self->nheld == 0)
-		(void)base_refresh(self);
-	plk_ilock_unlock(&self->lock);
+	for (int i = 0; i < ndeferred; i++)
+		if (deferred[i].t == t && deferred[i].tid == tid) {
+			if (next && !deferred[i].next) {
+				deferred[i].next = next;
+				deferred[i].depth = depth;
+			}
+			return;
+		}
+	if (ndeferred == DEFER_MAX) {
+		/* Never seen: a bucket hold defers at most two.  The newest
+		 * generation is still installed by T's next apply. */
+		plk_stat_inc(chain_truncated);
+		return;
+	}
+	deferred[ndeferred++] = (struct plk_apply){ t, tid, next, depth };
 }
 
-bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
-                       struct plk_thread **owner, proxylock_mutex_t **next)
+bool plk_donate_next_deferred(struct plk_apply *out)
 {
-	unsigned kinds = plk_donate_lock_kinds(m);
-	uint32_t w = plk_word(m);
-	struct plk_thread *t, *o;
-	struct plk_lend lend;
+	if (ndeferred == 0)
+		return false;
+	*out = deferred[0];
+	memmove(&deferred[0], &deferred[1], --ndeferred * sizeof(deferred[0]));
+	return true;
+}
+
+/* --- entry points under a bucket lock -------------------------------- */
+
+void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
+{
+	plk_ilock_lock(&w->lock);
+	plk_lend_add(l, &w->eff, kinds);
+	plk_ilock_unlock(&w->lock);
+}
+
+void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int depth)
+{
+	struct plk_thread *o = plk_thread_lock_tid(owner, PLK_RECORD_RESERVED);
 	bool changed;
+	void *next;
 
-	if (!kinds || !(w & PLK_WAITERS) || (w & PLK_TID_MASK) == 0)
-		return false;
-	lend_init(&lend);
-	plk_waitq_for_each(b, m, t) {
-		plk_ilock_lock(&t->lock);
-		lend_add(&lend, &t->eff, kinds);
-		plk_ilock_unlock(&t->lock);
+	if (!o) {
+		if (l->kinds)
+			plk_stat_inc(chain_truncated);  /* no record to spare */
+		return;
 	}
-	o = plk_thread_lock_tid(plk_owner_tid(w), true);
-	if (!o)
-		return false;
-	changed = held_set(o, m, &lend);
-	*owner = o;
-	*next = plk_blocked_mutex(o);
+	changed = held_set(o, lock, l);
+	/* The lock it waits on, for the chain walk: read here, where the
+	 * record is known to be @owner's. */
+	next = changed ? plk_blocked_mutex(o) : NULL;
+	if (apply_due(o))
+		defer(o, owner, next, depth);
 	plk_thread_unlock(o);
-	return changed;
 }
 
-void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *next)
-{
-	for (int depth = 1; next; depth++) {
-		struct plk_bucket *b;
-		bool changed = false;
-
-		if (depth >= PROXYLOCK_CHAIN_MAX) {
-			plk_stat_inc(chain_truncated);
-			return;
-		}
-		b = plk_waitq_lock(next);
-		/* Revalidate: via may have stopped waiting since we looked. */
-		if (__atomic_load_n(&via->blocked_on, __ATOMIC_ACQUIRE) == next) {
-			plk_stat_inc(chain_steps);
-			changed = plk_donate_update(b, next, &via, &next);
-		}
-		plk_waitq_unlock(b);
-		if (!changed)
-			return;
-	}
-}
-
-void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m)
+void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 {
 	struct plk_lend none = { .kinds = 0 };
-
-	plk_ilock_lock(&self->lock);
-	held_set(self, m, &none);
-	plk_ilock_unlock(&self->lock);
-}
-
-void plk_donate_withdraw_tid(pid_t tid, const proxylock_mutex_t *m)
-{
-	struct plk_lend none = { .kinds = 0 };
-	struct plk_thread *t = plk_thread_lock_tid(tid, false);
+	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
 
 	if (!t)
 		return;
-	held_set(t, m, &none);
+	held_set(t, lock, &none);
+	if (apply_due(t))
+		defer(t, tid, NULL, 0);
 	plk_thread_unlock(t);
+}
+
+/* --- applying, with no internal lock held ---------------------------- */
+
+/* Is @tid a live thread of this process?  TIDs are system-wide: an
+ * owner that exited holding a lock leaves its TID in the word, and the
+ * TID may be reused elsewhere; we must never touch another process. */
+static bool tid_is_ours(pid_t tid)
+{
+	return (uint32_t)tid == plk_tid() || syscall(SYS_tgkill, plk_pid(), tid, 0) == 0;
+}
+
+/* Count and trace what a call for @t changed (no lock held); returns
+ * the kinds a lend changed, for the observer (told once the token is
+ * dropped: an observer may take locks of its own). */
+static unsigned count_apply(const void *lock, pid_t tid, bool lent,
+                            const struct plk_sched_ctx *before, const struct plk_sched_ctx *a)
+{
+	unsigned kinds = plk_lend_kinds_changed(before, a);
+
+	if (!lent) {
+		plk_stat_inc(restores);
+		PLK_PROBE6(restore, tid, a->nice, a->rt_prio, a->umin, a->umax, CPU_COUNT(&a->cpus));
+		return 0;
+	}
+	plk_stat_inc(donations);
+	if (kinds & PROXYLOCK_DONATE_UCLAMP)
+		plk_stat_inc(lent_uclamp);
+	if (kinds & PROXYLOCK_DONATE_AFFINITY)
+		plk_stat_inc(lent_affinity);
+	if (kinds & PROXYLOCK_DONATE_NICE)
+		plk_stat_inc(lent_nice);
+	if (kinds & PROXYLOCK_DONATE_RT)
+		plk_stat_inc(lent_rt);
+	PLK_PROBE8(donate, lock, tid, plk_tid(), a->nice, a->rt_prio, a->umin, a->umax,
+	           CPU_COUNT(&a->cpus));
+	return kinds;
+}
+
+/*
+ * Re-read B(T) for the token holder (I4).  Called with t->lock held and
+ * returns with it held; false if the record is no longer @tid's or the
+ * thread is gone (then the token is dropped and t unlocked).
+ */
+static bool base_reread(struct plk_thread *t, pid_t tid)
+{
+	struct plk_sched_ctx now;
+	uint64_t ns;
+	bool ok;
+
+	plk_ilock_unlock(&t->lock);
+	ok = tid_is_ours(tid) && plk_sched_read(tid, &now) == 0;
+	ns = plk_now_ns();
+	plk_ilock_lock(&t->lock);
+	if (!ok) {
+		/* Gone: nothing to make agree.  What is lent stays recorded
+		 * until its locks withdraw it. */
+		t->applied_gen = t->gen;
+		t->base_check = false;
+		plk_thread_token_drop_unlock(t);
+		return false;
+	}
+	t->base = now;
+	t->applied = now;
+	t->base_ns = ns;
+	t->base_unverified = false;
+	t->base_check = false;
+	recompute(t);
+	return true;
+}
+
+/*
+ * The token holder's loop: install E(T) until no newer generation is
+ * left.  @now_ns: CLOCK_MONOTONIC, read before t->lock was taken.
+ * t->lock held on entry; dropped on return.
+ */
+static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
+{
+	const void *seen_lock = NULL;
+	unsigned seen_kinds = 0;
+
+	for (;;) {
+		struct plk_sched_ctx want = t->eff, have = t->applied, before = t->applied;
+		const void *lock = t->lent_lock;
+		bool lent = t->nheld > 0;
+		uint64_t gen = t->gen;
+
+		bool old = t->base_check && now_ns - t->base_ns > PLK_BASE_TTL_NS;
+
+		t->base_check = false;
+		if (t->base_unverified && (old || !plk_sched_equal(&want, &have))) {
+			if (!base_reread(t, tid))
+				return;
+			continue;
+		}
+		if (plk_sched_equal(&want, &have)) {
+			t->applied_gen = gen;
+			break;
+		}
+		/* An adopted record's thread is alive while we hold its token:
+		 * its key destructor takes the token before retiring it. */
+		bool adopted = t->adopted;
+
+		plk_ilock_unlock(&t->lock);
+		bool ours = adopted || tid_is_ours(tid);
+
+		if (ours && plk_sched_apply(tid, &have, &want)) {
+			seen_kinds = count_apply(lock, tid, lent, &before, &have);
+			seen_lock = lock;
+		}
+		plk_ilock_lock(&t->lock);
+		t->applied = have;
+		t->applied_gen = gen;
+		if (!ours || t->gen == gen)
+			break;
+	}
+	plk_thread_token_drop_unlock(t);
+	plk_observe_lent(seen_lock, seen_kinds);
+}
+
+void plk_donate_apply(const struct plk_apply *a)
+{
+	struct plk_thread *t = a->t;
+	uint64_t now_ns = plk_now_ns();
+
+	plk_ilock_lock(&t->lock);
+	if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != a->tid || !apply_due(t) ||
+	    !plk_thread_token_take(t)) {
+		plk_ilock_unlock(&t->lock);  /* recycled, done, or the holder will */
+		return;
+	}
+	apply_locked(t, a->tid, now_ns);
+}
+
+
+void plk_donate_waiter_refresh(struct plk_thread *self)
+{
+	pid_t tid = (pid_t)plk_tid();
+	uint64_t now_ns = plk_now_ns();
+
+	plk_ilock_lock(&self->lock);
+	/* Only while nothing is lent or being installed: then the kernel's
+	 * view is B(self). */
+	if (self->nheld == 0 && !apply_due(self) &&
+	    plk_sched_equal(&self->applied, &self->base) && plk_thread_token_take(self)) {
+		self->base_unverified = true;
+		if (base_reread(self, tid))
+			apply_locked(self, tid, now_ns);
+		return;
+	}
+	plk_ilock_unlock(&self->lock);
 }
 
 /* --- the application sets its own context ---------------------------- */
 
 bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)
 {
-	struct plk_thread *t = plk_thread_lock_tid(tid, false);
+	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
 	bool lent;
 
 	if (!t)
 		return false;
-	if ((lent = t->nheld > 0))
+	/* The kernel's view is B(T) unless something we installed is in it
+	 * or being installed.  While the copy is unverified nothing of ours
+	 * is (no call is made before it is re-read), so it is never
+	 * answered: it may be stale, or a new record's zeroes. */
+	lent = !t->base_unverified && (t->applier || !plk_sched_equal(&t->applied, &t->base));
+	if (lent)
 		*out = t->base;
 	plk_thread_unlock(t);
 	return lent;
@@ -478,30 +448,69 @@ static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *n
 		base->umax = now->umax;
 }
 
+/*
+ * Unlike a lender, which leaves its generation to the token holder, the
+ * releaser waits for the token: its unlock must not return before its
+ * kernel view is B(self) again (I1).  The holder holds no lock; its
+ * calls are a handful, but it may be preempted between them, and nothing
+ * is lent to it (docs/design.md, Known limits).  Before the token
+ * existed, the releaser waited for the record lock held across the same
+ * calls, with the bucket too.
+ */
+void plk_donate_withdraw(struct plk_thread *self, const void *lock)
+{
+	struct plk_lend none = { .kinds = 0 };
+	pid_t tid = (pid_t)plk_tid();
+	uint64_t now_ns = plk_now_ns();
+
+	plk_ilock_lock(&self->lock);
+	if (!held_set(self, lock, &none) && !apply_due(self) && !self->applier) {
+		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
+		return;
+	}
+	if (plk_thread_token_wait(self, tid))
+		apply_locked(self, tid, now_ns);
+}
+
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)
 {
 	struct plk_sched_ctx now;
 	struct plk_thread *t;
-	bool ok;
+	uint64_t ns;
+	bool ok, read;
 
+	(void)plk_config();  /* read once, before any internal lock */
+	plk_sched_probe();
 	/* Our own record is adopted (the common case: a thread setting its
-	 * own context); another thread's, if created here, is recycled at
-	 * the unlock below unless something is lent to it by then. */
+	 * own context); another thread's, if made here, is recycled when the
+	 * token is dropped unless something is lent to it by then. */
 	if ((uint32_t)tid == plk_tid() && (t = plk_thread_self()))
 		plk_ilock_lock(&t->lock);
 	else
-		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, true) : NULL;
-	if (!t)
+		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, PLK_RECORD_CREATE) : NULL;
+	if (!t || !plk_thread_token_wait(t, tid))
 		return set(arg);
-	/* Under the record's lock no donation can slip in between the
-	 * application's call and our adopting what it set. */
+	/* Holding the token, no lock: no donation call for T can run
+	 * between the application's call and our reading back what it set. */
+	plk_ilock_unlock(&t->lock);
 	ok = set(arg);
-	if (ok && t->nheld > 0 && plk_sched_read(tid, &now) == 0) {
-		base_adopt(&t->base, &now, fields);
+	read = ok && plk_sched_read(tid, &now) == 0;
+	ns = plk_now_ns();
+	plk_ilock_lock(&t->lock);
+	if (read) {
+		if (plk_sched_equal(&t->applied, &t->base) || t->base_unverified) {
+			/* Nothing of ours in the kernel: it is all B(T). */
+			t->base = now;
+			t->base_unverified = false;
+			t->base_ns = ns;
+		} else {
+			base_adopt(&t->base, &now, fields);
+		}
 		t->applied = now;
 		t->eff = now;
-		recompute(t, NULL);  /* lend again on top of the new base */
+		t->gen++;            /* lend again on top of the new base */
+		recompute(t);
 	}
-	plk_thread_unlock(t);
+	apply_locked(t, tid, ns);
 	return ok;
 }

@@ -1,61 +1,84 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * donate.h - the donation engine: what blocked waiters lend their
- * lock's owner, along owner chains.  The contract and its invariants are
- * at the top of donate.c and in docs/design.md.
+ * donate.h - the donation engine: what a thread is lent through the
+ * locks it holds, and making the kernel agree.  It knows locks only as
+ * keys and owners as TIDs; the lock layer (chain.c) reads lock words and
+ * queues.  The order (compute under internal locks, apply with none
+ * held), the apply token and the invariants are at the top of donate.c
+ * and in docs/design.md.
  */
 #ifndef PLK_DONATE_H
 #define PLK_DONATE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
-#include "proxylock.h"
+#include "lend.h"
 #include "registry.h"
-#include "waitq.h"
 
-/** plk_donate_lock_kinds - kinds waiters of @m lend (lock attribute
- * restricted by proxylock_donate_kinds()); 0 means no donation work. */
-PLK_HIDDEN unsigned plk_donate_lock_kinds(const proxylock_mutex_t *m);
+/* An apply deferred until every internal lock is dropped: make the
+ * kernel agree with E(@t), @t being @tid's record when it was computed;
+ * @next: the lock @t waits on, if its E changed (to carry the change
+ * down the chain), at chain depth @depth. */
+struct plk_apply {
+	struct plk_thread *t;
+	pid_t tid;
+	void *next;
+	int depth;
+};
 
 /**
- * plk_donate_waiter_refresh - before @self queues: if nothing is lent to
- * it, re-read its base context from the kernel, so that what it lends is
- * what it has now.  No bucket lock held (syscalls).
+ * plk_donate_fold - under the bucket of the lock @w is queued on: fold
+ * E(@w), for @kinds, into lend @l.
+ */
+PLK_HIDDEN void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds);
+
+/**
+ * plk_donate_set - under @lock's bucket lock, @owner seen owning @lock
+ * with PLK_WAITERS set (I3): record that @lock's waiters lend @owner @l
+ * (l->kinds == 0: nothing, drop the entry) and recompute E(owner).  A
+ * record for @owner comes from the registry's reserve (no allocation
+ * here).  If the kernel must be told, an apply is deferred (see
+ * plk_donate_next_deferred); @depth: its chain depth.
+ */
+PLK_HIDDEN void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l,
+                               int depth);
+
+/**
+ * plk_donate_withdraw_tid - @lock no longer lends to thread @tid, which
+ * is not the caller (a foreign unlock, an owner that exited): drop its
+ * entry; the apply is deferred.  Any locks may be held but @tid's record
+ * lock (taken innermost).
+ */
+PLK_HIDDEN void plk_donate_withdraw_tid(pid_t tid, const void *lock);
+
+/**
+ * plk_donate_next_deferred - pop the caller's oldest deferred apply into
+ * *@out; false if there is none.  Called with no internal lock held
+ * (chain.c's plk_lend_flush), which then runs plk_donate_apply on it.
+ */
+PLK_HIDDEN bool plk_donate_next_deferred(struct plk_apply *out);
+
+/**
+ * plk_donate_apply - no internal lock held: make the kernel's view of
+ * a->t agree with its newest E, unless the record was recycled, there is
+ * nothing to do, or another thread holds its apply token (which then
+ * does it).
+ */
+PLK_HIDDEN void plk_donate_apply(const struct plk_apply *a);
+
+/**
+ * plk_donate_withdraw - no internal lock held: @self has released @lock:
+ * drop what it received through @lock and restore the kernel's view.
+ */
+PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
+
+/**
+ * plk_donate_waiter_refresh - no internal lock held, before @self queues:
+ * if nothing is lent to it, re-read its base context from the kernel, so
+ * that what it lends is what it has now.
  */
 PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self);
-
-/**
- * plk_donate_update - with @m's bucket @b locked: recompute what @m's
- * queued waiters lend its owner and make the kernel agree.  Does nothing
- * unless the word has PLK_WAITERS set, which pins the owner (it cannot
- * release @m without @b).  Returns true if the owner's effective context
- * changed; then *@owner is its record and *@next the lock it is blocked
- * on (or NULL), to pass to plk_donate_propagate() once @b is unlocked.
- */
-PLK_HIDDEN bool plk_donate_update(struct plk_bucket *b, proxylock_mutex_t *m,
-                                  struct plk_thread **owner, proxylock_mutex_t **next);
-
-/**
- * plk_donate_propagate - carry a change of @via's effective context down
- * the chain: @via waits on @next, whose owner may wait on another lock,
- * and so on, at most PROXYLOCK_CHAIN_MAX steps; stops where nothing
- * changes or @via no longer waits on @next.  No bucket lock held.
- */
-PLK_HIDDEN void plk_donate_propagate(struct plk_thread *via, proxylock_mutex_t *next);
-
-/**
- * plk_donate_withdraw - @self has released @m: drop what it received
- * through @m and restore the kernel's view.  No bucket lock held.
- */
-PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const proxylock_mutex_t *m);
-
-/**
- * plk_donate_withdraw_tid - @m no longer lends to thread @tid, which is
- * not the caller (a foreign unlock, an owner that exited): drop its entry
- * and restore it, if it has a record.  Any locks may be held but @tid's
- * record lock (it is taken innermost).
- */
-PLK_HIDDEN void plk_donate_withdraw_tid(pid_t tid, const proxylock_mutex_t *m);
 
 /* Parts of a context an application's scheduler call sets. */
 enum {
@@ -66,16 +89,18 @@ enum {
 /**
  * plk_donate_base_set - run @set(@arg), an application's call that sets
  * the @fields of thread @tid's context, so that it changes B(tid) instead
- * of being undone by the next restore: if @tid is being lent to, the new
- * values are read back into its base and the lend is applied on top.
- * @set returns true on success.  Returns what @set returned.
+ * of being undone by the next restore: holding @tid's apply token (it
+ * waits for it, with no internal lock held), the new values are read
+ * back into its base and any lend is applied on top.  @set returns true
+ * on success.  Returns what @set returned.
  */
 PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
 
 /**
- * plk_donate_base_get - if thread @tid is being lent to, store B(tid) in
- * *@out and return true (what the application set, not what it runs
- * with); else false: the kernel's view is its base.
+ * plk_donate_base_get - if something the engine installed is (or may be)
+ * in thread @tid's kernel view, store B(tid) in *@out and return true
+ * (what the application set, never an unverified copy); else false: the
+ * kernel's view is its base.
  */
 PLK_HIDDEN bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out);
 

@@ -9,7 +9,8 @@
  * plk_ilock_t protects the library's own short critical sections (wait
  * queue buckets, thread records).  It never lends anything, so it cannot
  * recurse into the donation engine.  Word: 0 free, 1 locked, 2 locked
- * with sleepers (Drepper, "Futexes Are Tricky", mutex #2).
+ * with sleepers (Drepper, "Futexes Are Tricky", mutex #2, except that
+ * an unlock wakes every sleeper: futex.c says why).
  */
 #ifndef PLK_FUTEX_H
 #define PLK_FUTEX_H
@@ -85,6 +86,45 @@ typedef struct { uint32_t word; } plk_ilock_t;
 PLK_HIDDEN void plk_ilock_lock_slow(plk_ilock_t *l);
 PLK_HIDDEN void plk_ilock_unlock_slow(plk_ilock_t *l);
 
+/*
+ * Lock check (meson -Dlockcheck=true, lockcheck.c): under any internal
+ * lock no syscall but the lock's own futex calls, no allocation, no
+ * cancellation point (design.md, "Checking the rule").  Without the
+ * option every hook below is empty.
+ */
+#ifdef PLK_LOCKCHECK
+/* Internal locks the calling thread holds now. */
+PLK_HIDDEN extern __thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
+/* RCU read-side sections the calling thread is inside now. */
+PLK_HIDDEN extern __thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
+
+/** plk_lockcheck_violation - report @what (a fixed string), then abort
+ * (or, with PLK_LOCKCHECK=warn in the environment, log it with a backtrace, once per distinct stack). */
+PLK_HIDDEN void plk_lockcheck_violation(const char *what);
+
+static inline void plk_lockcheck_acquired(void)
+{
+	if (__builtin_expect(plk_rcu_depth != 0, 0))
+		plk_lockcheck_violation("an internal lock taken inside rcu_read_lock()");
+	plk_ilock_depth++;
+}
+
+static inline void plk_lockcheck_released(void)
+{
+	plk_ilock_depth--;
+}
+
+/* A fork child: its lock words are reset by hand, not unlocked. */
+static inline void plk_lockcheck_fork_child(void)
+{
+	plk_ilock_depth = 0;
+}
+#else
+static inline void plk_lockcheck_acquired(void) {}
+static inline void plk_lockcheck_released(void) {}
+static inline void plk_lockcheck_fork_child(void) {}
+#endif
+
 /** plk_ilock_lock - take @l: one CAS when free. */
 static inline void plk_ilock_lock(plk_ilock_t *l)
 {
@@ -93,11 +133,13 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
 	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		plk_ilock_lock_slow(l);
+	plk_lockcheck_acquired();
 }
 
-/** plk_ilock_unlock - release @l, waking one sleeper if there are any. */
+/** plk_ilock_unlock - release @l, waking its sleepers if there are any. */
 static inline void plk_ilock_unlock(plk_ilock_t *l)
 {
+	plk_lockcheck_released();
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		plk_ilock_unlock_slow(l);
 }

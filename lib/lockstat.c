@@ -9,10 +9,11 @@
  * counts simply go on, as in mutrace).  No read-side section here waits
  * for anything (liburcu's rule: fork's prepare handler holds every
  * bucket lock while it waits for a grace period): entries are allocated
- * outside it, and the donation engine, which reports from under a bucket
- * lock, only looks entries up.  Counters are relaxed atomics.
- * The donation engine reports, per lock, which kinds a donation through
- * it changed in the kernel (plk_lockstat_lent).  At exit the most
+ * outside it, and the donation engine's report only looks entries up.
+ * Counters are relaxed atomics.  The core does not import this file: it
+ * belongs to the interposer, and is the core's observer (observe.h),
+ * told, with no internal lock held, which kinds a donation through a
+ * lock changed in the kernel and when the process forks.  At exit the most
  * contended mutexes are printed to stderr, below a header line that
  * says the interposer was active and how many objects it saw.  They go to
  * a copy of file descriptor 2 taken when counting starts: programs such as
@@ -36,6 +37,7 @@
 
 #include "config.h"
 #include "lockstat.h"
+#include "observe.h"
 #include "proxylock.h"
 
 #define REPORT_ROWS 10
@@ -53,11 +55,6 @@ struct lockstat {
 
 bool plk_lockstat_on;
 
-/* Locks found held by exited owners: rare, so kept whether or not
- * counting is on; the report lists the first DEAD_ROWS. */
-#define DEAD_ROWS 16
-static struct { const void *lock; pid_t tid; bool robust; } dead[DEAD_ROWS];
-static unsigned ndead;
 static struct cds_lfht *table;
 static int report_fd = 2;  /* a copy of stderr, see the top */
 /* PROXYLOCK_STATS_FILE, taken when counting starts (the program may
@@ -145,7 +142,7 @@ void plk_lockstat_cond(const void *c)
 		add(&e->uses, 1);
 }
 
-void plk_lockstat_lent(const void *lock, unsigned kinds)
+static void lockstat_lent(const void *lock, unsigned kinds)
 {
 	struct lockstat *e;
 
@@ -161,41 +158,20 @@ void plk_lockstat_lent(const void *lock, unsigned kinds)
 	rcu_read_unlock();
 }
 
-void plk_lockstat_dead(const void *lock, pid_t tid, bool robust)
-{
-	unsigned i = __atomic_fetch_add(&ndead, 1, __ATOMIC_RELAXED);
-
-	if (i < DEAD_ROWS) {
-		__atomic_store_n(&dead[i].lock, lock, __ATOMIC_RELAXED);
-		__atomic_store_n(&dead[i].tid, tid, __ATOMIC_RELAXED);
-		__atomic_store_n(&dead[i].robust, robust, __ATOMIC_RELAXED);
-	}
-	if (plk_config()->stats) {
-		int cancel;
-
-		/* Said from inside a lock call, which is no cancellation point. */
-		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-		dprintf(report_fd, "proxylock: mutex %p is held by thread %d, which exited; %s\n",
-		        lock, (int)tid, robust ? "robust: its next owner got EOWNERDEAD"
-		                           : "not robust: its waiters wait forever");
-		pthread_setcancelstate(cancel, NULL);
-	}
-}
-
 /* --- the report ------------------------------------------------------ */
 
 static void print_dead(void)
 {
-	unsigned n = __atomic_load_n(&ndead, __ATOMIC_RELAXED);
+	unsigned n = plk_dead_count();
+	const void *lock;
+	bool robust;
+	pid_t tid;
 
 	if (n)
 		dprintf(report_fd, "proxylock: %u waiters found their mutex held by an exited thread:\n", n);
-	for (unsigned i = 0; i < n && i < DEAD_ROWS; i++)
-		dprintf(report_fd, "proxylock:   mutex %p owner %d %s\n",
-		        __atomic_load_n(&dead[i].lock, __ATOMIC_RELAXED),
-		        (int)__atomic_load_n(&dead[i].tid, __ATOMIC_RELAXED),
-		        __atomic_load_n(&dead[i].robust, __ATOMIC_RELAXED) ? "(robust, taken over)"
-		                                                           : "(not robust: stuck)");
+	for (unsigned i = 0; plk_dead_log(i, &lock, &tid, &robust); i++)
+		dprintf(report_fd, "proxylock:   mutex %p owner %d %s\n", lock, (int)tid,
+		        robust ? "(robust, taken over)" : "(not robust: stuck)");
 }
 
 static int by_contention(const struct lockstat *x, const struct lockstat *y)
@@ -326,10 +302,13 @@ static void json_kinds(int fd, unsigned kinds)
 
 static unsigned dead_count(const void *lock)
 {
-	unsigned n = __atomic_load_n(&ndead, __ATOMIC_RELAXED), found = 0;
+	const void *l;
+	bool robust;
+	pid_t tid;
+	unsigned found = 0;
 
-	for (unsigned i = 0; i < n && i < DEAD_ROWS; i++)
-		found += __atomic_load_n(&dead[i].lock, __ATOMIC_RELAXED) == lock;
+	for (unsigned i = 0; plk_dead_log(i, &l, &tid, &robust); i++)
+		found += l == lock;
 	return found;
 }
 
@@ -418,6 +397,9 @@ static void report_json(int fd)
 	struct lockstat *top[REPORT_ROWS], **rows;
 	size_t ntop, nmutex, ncond, ncontended, nrows = 0, bytes = 0;
 	struct proxylock_stats st;
+	const void *dlock;
+	bool drobust;
+	pid_t dtid;
 	unsigned nd;
 
 	ntop = collect(top, &nmutex, &ncond, &ncontended);
@@ -448,13 +430,11 @@ static void report_json(int fd)
 		json_lock(fd, rows[i], i ? "," : "");
 	if (rows != top)
 		munmap(rows, bytes);
-	nd = __atomic_load_n(&ndead, __ATOMIC_RELAXED);
+	nd = plk_dead_count();
 	dprintf(fd, "%s],\n  \"dead_owners\": [", nrows ? "\n  " : "");
-	for (unsigned i = 0; i < nd && i < DEAD_ROWS; i++)
+	for (unsigned i = 0; plk_dead_log(i, &dlock, &dtid, &drobust); i++)
 		dprintf(fd, "%s\n    {\"address\": \"%p\", \"owner_tid\": %d, \"robust\": %s}",
-		        i ? "," : "", __atomic_load_n(&dead[i].lock, __ATOMIC_RELAXED),
-		        (int)__atomic_load_n(&dead[i].tid, __ATOMIC_RELAXED),
-		        __atomic_load_n(&dead[i].robust, __ATOMIC_RELAXED) ? "true" : "false");
+		        i ? "," : "", dlock, (int)dtid, drobust ? "true" : "false");
 	dprintf(fd, "%s],\n  \"dead_owners_found\": %u\n}\n", nd ? "\n  " : "", nd);
 }
 
@@ -512,7 +492,7 @@ static void report(void)
 
 /* Fork: urcu-bp and call_rcu need telling, but only once the table (the
  * one user of liburcu) exists; plk_lockstat_on never goes back to false. */
-void plk_lockstat_fork_prepare(void)
+static void lockstat_fork_prepare(void)
 {
 	if (__atomic_load_n(&plk_lockstat_on, __ATOMIC_ACQUIRE)) {
 		call_rcu_before_fork();
@@ -520,7 +500,7 @@ void plk_lockstat_fork_prepare(void)
 	}
 }
 
-void plk_lockstat_fork_parent(void)
+static void lockstat_fork_parent(void)
 {
 	if (plk_lockstat_on) {
 		urcu_bp_after_fork_parent();
@@ -528,13 +508,20 @@ void plk_lockstat_fork_parent(void)
 	}
 }
 
-void plk_lockstat_fork_child(void)
+static void lockstat_fork_child(void)
 {
 	if (plk_lockstat_on) {
 		urcu_bp_after_fork_child();
 		call_rcu_after_fork_child();
 	}
 }
+
+static const struct plk_observer_ops lockstat_ops = {
+	.lent = lockstat_lent,
+	.fork_prepare = lockstat_fork_prepare,
+	.fork_parent = lockstat_fork_parent,
+	.fork_child = lockstat_fork_child,
+};
 
 void plk_lockstat_enable(void)
 {
@@ -558,5 +545,6 @@ void plk_lockstat_enable(void)
 	if (report_fd < 0)
 		report_fd = 2;
 	__atomic_store_n(&plk_lockstat_on, true, __ATOMIC_RELEASE);
+	plk_observers_install(&lockstat_ops);
 	atexit(report);
 }

@@ -1,27 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mutex.c - the proxylock mutex: lock word, fast paths, slow paths.
+ * mutex.c - the proxylock mutex's lock protocol: the slow paths of lock,
+ * trylock, timed lock and unlock; queueing, handoff, EDEADLK detection.
  *
- * Lock word (32 bits, the FUTEX_PI convention, so any thread can name
- * the owner from the word alone):
- *
- *   bit 31      PLK_WAITERS: some thread is queued on this lock (or is
- *               about to be); the owner must unlock through the slow path
- *   bit 30      PLK_OWNER_DIED: a robust lock taken from an owner that
- *               exited, until proxylock_mutex_consistent()
- *   bits 0..29  owner TID; 0 = unlocked.  Values from PLK_TID_RESERVED
- *               up are states, not threads: destroyed, not recoverable
- *
- * __count is the RECURSIVE relock depth (0 = held once); only the owner
- * touches it.  __flags holds the type (glibc's kind numbers: NORMAL 0,
- * RECURSIVE 1, ERRORCHECK 2, ADAPTIVE 3) in bits 0..1 and the kinds not
- * lent from bit 24.  The layout matches the head of glibc's
- * pthread_mutex_t (see proxylock.h and preload.c).
- *
- * Fast paths: lock is one CAS 0 -> TID; unlock is one CAS TID -> 0,
- * which fails, sending us to the slow path, exactly when the word is not
- * our bare TID (waiters queued, not ours, or a fork child's pre-fork TID)
- * or __count is non-zero.  Neither touches the registry or allocates.
+ * The lock word's encoding and the one-CAS fast paths are lockword.h's;
+ * attributes, init and destroy are mutexattr.c's; owners that exited
+ * holding a lock (liveness slices, EOWNERDEAD, not recoverable) are
+ * robust.c's, which writes the word and the queue under the same
+ * invariants.
  *
  * Slow lock: spin a bounded number of times while nobody is queued, then
  * take the lock's bucket (waitq.c), set PLK_WAITERS, queue, lend our
@@ -44,166 +30,40 @@
  *      is 0 / held by a barger and a woken waiter (park == WOKEN) is on
  *      its way back to the bucket, where it will take L or set
  *      PLK_WAITERS before sleeping again.  So no wake-up is ever lost.
- *  M2  PLK_WAITERS is cleared only by a thread holding the bucket, when
- *      queue(L) is empty (a timed-out waiter leaving last) or by the
- *      release itself.
+ *  M2  PLK_WAITERS is cleared only by the release itself, holding the
+ *      bucket: a waiter leaving an empty queue leaves it set, so that the
+ *      owner's unlock takes the slow path and waits for the apply of its
+ *      withdrawal (donate.c, I1).
  *  M3  A woken waiter re-queues at the head, keeping its first enqueue
  *      time, so the handoff bound counts from when it first waited.
  *  M4  A handoff stores the waiter's TID in the word before its park
  *      word says HANDED (it may return and unlock at once).
  *  M5  A waiter leaving without the lock (deadline, cancelled condvar
  *      wait) may hold M1's duty (it was woken): it leaves only once it
- *      took L, or the queue is empty, or the word is held with
- *      PLK_WAITERS set; failed CASes are retried (lock_timedout).
+ *      took L, or the queue is empty (its lend withdrawn), or the word is
+ *      held with PLK_WAITERS set; failed CASes are retried (lock_timedout).
  *  M6  PLK_WAITERS is never set on a reserved word (destroyed, not
  *      recoverable): nobody would unlock it (cond.c wakes instead).
- *
- * Owners that exit holding a lock are noticed by its waiters, which sleep
- * in liveness slices and ask the kernel whether the owner still exists
- * (plk_thread_exited).  A robust lock then passes to the waiter, marked
- * PLK_OWNER_DIED (EOWNERDEAD); any other stays held and is reported.
- * Nothing of this is on the uncontended paths.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <time.h>
 
+#include "chain.h"
 #include "config.h"
 #include "donate.h"
-#include "lockstat.h"
+#include "lockword.h"
 #include "mutex.h"
 #include "probes.h"
+#include "registry.h"
+#include "robust.h"
 #include "stats.h"
+#include "tsan.h"
 #include "vgclient.h"
 #include "waitq.h"
 
 #define PLK_SPIN 100
-#define PLK_ATTR_MAGIC 0x504c4b41u  /* "PLKA" */
-
-/* --- attributes ------------------------------------------------------ */
-
-int proxylock_mutexattr_init(proxylock_mutexattr_t *attr)
-{
-	if (!attr)
-		return EINVAL;
-	attr->__magic = PLK_ATTR_MAGIC;
-	attr->__type = PROXYLOCK_MUTEX_DEFAULT;
-	attr->__donate = PROXYLOCK_DONATE_ALL;
-	return 0;
-}
-
-int proxylock_mutexattr_destroy(proxylock_mutexattr_t *attr)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC)
-		return EINVAL;
-	attr->__magic = 0;
-	return 0;
-}
-
-int proxylock_mutexattr_settype(proxylock_mutexattr_t *attr, int type)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
-	    type < PROXYLOCK_MUTEX_NORMAL || type > PROXYLOCK_MUTEX_ADAPTIVE)
-		return EINVAL;
-	attr->__type = (attr->__type & PLK_ROBUST) | (uint32_t)type;
-	return 0;
-}
-
-int proxylock_mutexattr_gettype(const proxylock_mutexattr_t *attr, int *type)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !type)
-		return EINVAL;
-	*type = (int)(attr->__type & PLK_TYPE_MASK);
-	return 0;
-}
-
-int proxylock_mutexattr_setrobust(proxylock_mutexattr_t *attr, int robust)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC ||
-	    (robust != PROXYLOCK_MUTEX_STALLED && robust != PROXYLOCK_MUTEX_ROBUST))
-		return EINVAL;
-	attr->__type = (attr->__type & PLK_TYPE_MASK) | (robust ? PLK_ROBUST : 0);
-	return 0;
-}
-
-int proxylock_mutexattr_getrobust(const proxylock_mutexattr_t *attr, int *robust)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !robust)
-		return EINVAL;
-	*robust = (attr->__type & PLK_ROBUST) ? PROXYLOCK_MUTEX_ROBUST : PROXYLOCK_MUTEX_STALLED;
-	return 0;
-}
-
-int proxylock_mutexattr_setdonate(proxylock_mutexattr_t *attr, unsigned kinds)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC || (kinds & ~PROXYLOCK_DONATE_ALL))
-		return EINVAL;
-	attr->__donate = kinds;
-	return 0;
-}
-
-int proxylock_mutexattr_getdonate(const proxylock_mutexattr_t *attr, unsigned *kinds)
-{
-	if (!attr || attr->__magic != PLK_ATTR_MAGIC || !kinds)
-		return EINVAL;
-	*kinds = attr->__donate;
-	return 0;
-}
-
-/* --- init, destroy, owner -------------------------------------------- */
-
-int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr)
-{
-	uint32_t type = PROXYLOCK_MUTEX_DEFAULT, donate = PROXYLOCK_DONATE_ALL;
-
-	if (!m)
-		return EINVAL;
-	if (attr) {
-		if (attr->__magic != PLK_ATTR_MAGIC)
-			return EINVAL;
-		type = attr->__type & (PLK_TYPE_MASK | PLK_ROBUST);
-		donate = attr->__donate & PROXYLOCK_DONATE_ALL;
-	}
-	*m = (proxylock_mutex_t)PROXYLOCK_MUTEX_INITIALIZER;
-	m->__flags = type | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
-	plk_tsan_create(m);
-	plk_vg(plk_vg_mutex_create(m, plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE));
-	return 0;
-}
-
-/* A NOTRECOVERABLE mutex is free in POSIX's sense: destroy is all it allows. */
-int proxylock_mutex_destroy(proxylock_mutex_t *m)
-{
-	uint32_t w;
-
-	if (!m || !plk_flags_valid(m) || (w = plk_word(m)) == PLK_TID_DESTROYED)
-		return EINVAL;
-	if ((w != 0 && w != PLK_TID_NOTRECOVERABLE) || !plk_cas_word(m, w, PLK_TID_DESTROYED))
-		return EBUSY;
-	plk_tsan_destroy(m);
-	plk_vg(plk_vg_mutex_destroy(m));
-	return 0;
-}
-
-pid_t proxylock_mutex_owner(const proxylock_mutex_t *m)
-{
-	return m ? plk_owner_tid(plk_word(m)) : 0;
-}
-
-int proxylock_mutex_consistent(proxylock_mutex_t *m)
-{
-	uint32_t w;
-
-	if (!m || !(m->__flags & PLK_ROBUST))
-		return EINVAL;
-	w = plk_word(m);
-	if (!(w & PLK_OWNER_DIED) || !plk_owned_by_self(w, plk_tid()))
-		return EINVAL;
-	/* Atomic: a waiter may be setting PLK_WAITERS meanwhile. */
-	__atomic_fetch_and(&m->__word, ~PLK_OWNER_DIED, __ATOMIC_RELAXED);
-	return 0;
-}
 
 /* --- helpers --------------------------------------------------------- */
 
@@ -238,7 +98,7 @@ struct chain_step {
 static const proxylock_mutex_t *chain_read(const proxylock_mutex_t *m, struct chain_step *s)
 {
 	s->m = m;
-	s->owner = plk_owner_tid(plk_word(m));
+	s->owner = plk_owner_tid_locked(plk_word(m));
 	s->t = s->owner ? plk_thread_find(s->owner) : NULL;
 	if (!s->t)
 		return NULL;
@@ -266,7 +126,7 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 	const proxylock_mutex_t *l = m;
 	int n;
 
-	for (n = 0; plk_owner_tid(plk_word(l)) != (pid_t)self; n++)
+	for (n = 0; plk_owner_tid_locked(plk_word(l)) != (pid_t)self; n++)
 		if (n == PROXYLOCK_CHAIN_MAX || !(l = chain_read(l, &steps[n])))
 			return false;
 	for (int i = 0; i < n; i++)
@@ -275,7 +135,7 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 			return false;
 	/* The lock that comes back to us is still ours (a lax foreign
 	 * unlock under the interposer could have released it). */
-	return n > 0 && plk_owner_tid(plk_word(l)) == (pid_t)self;
+	return n > 0 && plk_owner_tid_locked(plk_word(l)) == (pid_t)self;
 }
 
 /*
@@ -293,121 +153,7 @@ static int unusable(const proxylock_mutex_t *m, uint32_t w)
 	       ENOTRECOVERABLE : EINVAL;
 }
 
-/* --- owners that exited holding the lock ----------------------------- */
-
-/*
- * A sleeping waiter asks every slice whether its lock's owner still
- * exists: PLK_LIVENESS_NS at first, doubling per check up to 8x for a
- * robust lock (its waiters must take it over) and 128x for any other
- * (whose waiters only report it).  A robust lock also asks before every
- * sleep.  One tgkill(2) per check; nothing on the way to a normal wake.
- */
-#define PLK_LIVENESS_NS (20 * 1000 * 1000ull)
-
-static uint64_t liveness_slice(const proxylock_mutex_t *m, int checks)
-{
-	int cap = (m->__flags & PLK_ROBUST) ? 3 : 7;
-
-	return PLK_LIVENESS_NS << (checks < cap ? checks : cap);
-}
-
-const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                             clockid_t *clock, const struct timespec *abstime,
-                                             struct timespec *slice)
-{
-	if (!abstime)
-		*clock = CLOCK_MONOTONIC;  /* no deadline: slices immune to clock steps */
-	return plk_deadline_within(*clock, liveness_slice(m, checks), abstime, slice);
-}
-
-/* The owner word @w names, if it has exited; else 0. */
-static pid_t dead_owner(uint32_t w, uint32_t self)
-{
-	pid_t tid = plk_owner_tid(w);
-
-	return tid && (uint32_t)tid != self && plk_thread_exited(tid) ? tid : 0;
-}
-
-/* Count and trace a dead owner (and print it, so: never under a bucket lock). */
-static void report_dead(proxylock_mutex_t *m, pid_t dead, bool robust)
-{
-	plk_stat_inc(owner_dead);
-	PLK_PROBE3(owner_dead, m, dead, robust);
-	plk_lockstat_dead(m, dead, robust);
-}
-
-/* What take_from_dead did. */
-enum { DEAD_STALE, DEAD_TAKEN, DEAD_STALLED };
-
-/*
- * @m's owner @dead exited holding it; @m's bucket @b is locked and @w is
- * the word.  A robust @m becomes @self's, off the queue if @me is on it,
- * marked PLK_OWNER_DIED until proxylock_mutex_consistent(), with the
- * other waiters lending to @self (M1 kept): DEAD_TAKEN.  Any other lock
- * stays as it is: DEAD_STALLED the first time waiter @me finds it, so it
- * reports it once, else DEAD_STALE (as when the word moved on).  Nobody
- * but the dead owner could release @m, and every other writer of the
- * word holds @b, so it cannot change.  The caller reports, unlocked.
- */
-static int take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, uint32_t self,
-                          struct plk_thread *me, pid_t dead)
-{
-	struct plk_thread *owner;
-	proxylock_mutex_t *next;
-	bool more;
-
-	if (plk_owner_tid(w) != dead)
-		return DEAD_STALE;
-	if (!(m->__flags & PLK_ROBUST)) {
-		if (me->dead_seen == m)
-			return DEAD_STALE;
-		me->dead_seen = m;
-		return DEAD_STALLED;
-	}
-	if (me && __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
-		plk_waitq_dequeue(me);
-	more = plk_waitq_first(b, m) != NULL;
-	__atomic_store_n(&m->__word, self | PLK_OWNER_DIED | (more ? PLK_WAITERS : 0),
-	                 __ATOMIC_RELAXED);
-	m->__count = 0;
-	if (more)
-		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
-	return DEAD_TAKEN;
-}
-
-/*
- * After take_from_dead, with no bucket lock held: report, and if @m was
- * taken, let the dead owner's record give up what @m lent it.  Returns
- * EOWNERDEAD if @m is ours, else -1.
- */
-static int dead_done(proxylock_mutex_t *m, pid_t dead, int what)
-{
-	if (what == DEAD_STALE)
-		return -1;
-	report_dead(m, dead, what == DEAD_TAKEN);
-	if (what != DEAD_TAKEN)
-		return -1;
-	plk_donate_withdraw_tid(dead, m);
-	return EOWNERDEAD;
-}
-
-int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
-{
-	uint32_t self = plk_tid();
-	pid_t dead = dead_owner(plk_word(m), self);
-	struct plk_bucket *b;
-	int what = DEAD_STALE;
-
-	if (!dead)
-		return -1;
-	b = plk_waitq_lock(m);
-	/* Still asleep on m's queue (a condvar waiter may not be on it yet). */
-	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_WAITING &&
-	    __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
-		what = take_from_dead(b, m, plk_word(m), self, me, dead);
-	plk_waitq_unlock(b);
-	return dead_done(m, dead, what);
-}
+/* --- slow lock: queue and sleep -------------------------------------- */
 
 /*
  * Out of memory for a thread record: wait without queueing (no donation),
@@ -431,14 +177,12 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
  */
 static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t self)
 {
-	struct plk_thread *owner;
-	proxylock_mutex_t *next;
 	bool more = plk_waitq_first(b, m) != NULL;
 
 	if (!plk_cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
 		return false;
 	if (more)
-		plk_donate_update(b, m, &owner, &next);  /* we wait on nothing */
+		plk_lend_update(b, m);  /* we wait on nothing; the caller flushes */
 	return true;
 }
 
@@ -452,18 +196,21 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
  * with others still queued, or held by a barger that will unlock on the
  * fast path.  So we do not leave until one of these holds, each read
  * under the bucket, where only a fast-path CAS can still change the
- * word: we took @m; the queue is empty (then PLK_WAITERS is cleared, and
- * what we lent withdrawn); or the word is held with PLK_WAITERS set, so
- * its unlock takes the slow path and wakes the next waiter.
+ * word: we took @m; the queue is empty (what we lent is withdrawn); or
+ * the word is held with PLK_WAITERS set, so its unlock takes the slow
+ * path and wakes the next waiter.  PLK_WAITERS is never cleared here,
+ * even with the queue empty: the owner's apply of the withdrawal may
+ * still be deferred or in flight, and its slow unlock is what waits for
+ * it (donate.c, I1); it finds the queue empty and just releases.
  */
 static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
 {
-	struct plk_thread *owner = NULL;
-	proxylock_mutex_t *next = NULL;
-	struct plk_bucket *b = plk_waitq_lock(m);
-	bool changed = false;
+	struct plk_bucket *b;
 	uint32_t w;
 	int err = ETIMEDOUT;
+
+	plk_lend_prepare(m);
+	b = plk_waitq_lock(m);
 
 	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
 		plk_waitq_unlock(b);
@@ -489,18 +236,14 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 		if (!more || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS)) {
 			/* Held, and (if anyone is queued) PLK_WAITERS set: what
 			 * we lent comes off the owner; with nobody queued the
-			 * owner's entry goes and PLK_WAITERS is cleared, a CAS
-			 * that cannot fail while we hold the bucket (M2). */
+			 * owner's entry goes, PLK_WAITERS stays (see above). */
 			if ((w & PLK_WAITERS) || more)
-				changed = plk_donate_update(b, m, &owner, &next);
-			if (!more && (w & PLK_WAITERS))
-				plk_cas_word(m, w, w & ~PLK_WAITERS);
+				plk_lend_update(b, m);
 			break;
 		}
 	}
 	plk_waitq_unlock(b);
-	if (changed && next)
-		plk_donate_propagate(owner, next);
+	plk_lend_flush();
 	return err;
 }
 
@@ -516,29 +259,34 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	bool robust = m->__flags & PLK_ROBUST;
 	int checks = 0;
 
-	if (plk_donate_lock_kinds(m))
+	plk_lend_prepare(m);
+	if (plk_lend_kinds(m))
 		plk_donate_waiter_refresh(me);
 	for (;;) {
-		struct plk_thread *owner = NULL;
-		proxylock_mutex_t *next = NULL;
-		pid_t dead = robust ? dead_owner(plk_word(m), self) : 0;
-		struct plk_bucket *b = plk_waitq_lock(m);
-		bool changed, timedout;
-		uint32_t w = plk_word(m), st;
+		pid_t dead = robust ? plk_dead_owner(plk_word(m), self) : 0;
+		uint64_t now_ns = plk_now_ns();
+		struct plk_bucket *b;
+		bool timedout;
+		uint32_t w, st;
 		int err;
+
+		plk_lend_prepare(m);
+		b = plk_waitq_lock(m);
+		w = plk_word(m);
 
 		if ((err = unusable(m, w))) {
 			plk_waitq_unlock(b);  /* NOTRECOVERABLE woke us off the queue */
 			return err;
 		}
-		if (dead && take_from_dead(b, m, w, self, me, dead) == DEAD_TAKEN) {
+		if (dead && plk_take_from_dead(b, m, w, self, me, dead) == PLK_DEAD_TAKEN) {
 			plk_waitq_unlock(b);
-			return dead_done(m, dead, DEAD_TAKEN);
+			return plk_dead_done(m, dead, PLK_DEAD_TAKEN);
 		}
 		if (w == 0) {
 			bool got = acquire_locked(b, m, self);
 
 			plk_waitq_unlock(b);
+			plk_lend_flush();
 			if (got)
 				return 0;
 			continue;
@@ -551,22 +299,20 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			w |= PLK_WAITERS;
 		}
 		if (!woken)
-			me->enq_ns = plk_now_ns();
+			me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, m, woken);
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */
 		if (!retake && plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
+			/* PLK_WAITERS stays, as in lock_timedout. */
 			plk_waitq_dequeue(me);
-			if (!plk_waitq_first(b, m))
-				plk_cas_word(m, w, w & ~PLK_WAITERS);
 			plk_waitq_unlock(b);
 			return EDEADLK;
 		}
-		changed = plk_donate_update(b, m, &owner, &next);
+		plk_lend_update(b, m);
 		plk_waitq_unlock(b);
-		if (changed && next)
-			plk_donate_propagate(owner, next);
+		plk_lend_flush();
 
 		plk_stat_inc(sleeps);
 		for (;;) {
@@ -653,7 +399,7 @@ int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 /* --- lock ------------------------------------------------------------ */
 
 /*
- * What ThreadSanitizer (mutex.h) and Valgrind's tools (vgclient.h) are
+ * What ThreadSanitizer (tsan.h) and Valgrind's tools (vgclient.h) are
  * told around each public call; nothing in other builds, and one
  * untaken branch in a Valgrind-capable build not run under Valgrind.
  * EOWNERDEAD is an acquisition.
@@ -667,6 +413,13 @@ int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 		if ((err) == 0 || (err) == EOWNERDEAD)                   \
 			plk_vg(plk_vg_lock_post(m));                     \
 	} while (0)
+
+/** plk_lock_may_fail - can a blocking lock of @m return without it? */
+static inline bool plk_lock_may_fail(const proxylock_mutex_t *m)
+{
+	return plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK || plk_type(m) == PROXYLOCK_MUTEX_RECURSIVE ||
+	       (m->__flags & PLK_ROBUST);
+}
 
 /* Tools watching (PLK_TSAN build, or under Valgrind): lock and tell them. */
 static __attribute__((noinline)) int lock_noted(proxylock_mutex_t *m)
@@ -690,22 +443,6 @@ int proxylock_mutex_lock(proxylock_mutex_t *m)
 	return plk_mutex_lock_slow(m, CLOCK_REALTIME, NULL);
 }
 
-/* A robust @m is busy with word @w: take it if its owner has exited. */
-static int trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
-{
-	pid_t dead = dead_owner(w, self);
-	struct plk_bucket *b;
-	int what;
-
-	if (!dead)
-		return EBUSY;
-	b = plk_waitq_lock(m);
-	what = take_from_dead(b, m, plk_word(m), self, NULL, dead);  /* m is robust */
-	plk_waitq_unlock(b);
-	what = dead_done(m, dead, what);
-	return what == EOWNERDEAD ? EOWNERDEAD : EBUSY;
-}
-
 static int trylock(proxylock_mutex_t *m)
 {
 	uint32_t self = plk_tid(), w;
@@ -721,7 +458,7 @@ static int trylock(proxylock_mutex_t *m)
 	if (plk_owned_by_self(w, self) && (err = relock(m)) >= 0)
 		return err == EDEADLK ? EBUSY : err;
 	if (m->__flags & PLK_ROBUST)
-		return trylock_dead(m, w, self);
+		return plk_trylock_dead(m, w, self);
 	return EBUSY;
 }
 
@@ -778,24 +515,24 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
  */
 static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t foreign)
 {
+	uint64_t now_ns = plk_now_ns();  /* read before the bucket: I5 */
 	struct plk_bucket *b = plk_waitq_lock(m);
-	struct plk_thread *head = plk_waitq_first(b, m), *owner;
+	struct plk_thread *head = plk_waitq_first(b, m);
 	pid_t head_tid = head ? head->tid : 0;  /* head may exit once woken */
-	proxylock_mutex_t *next;
 	int handed = 0;
 
 	if (foreign)
-		foreign = plk_owner_tid(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
+		foreign = plk_owner_tid_locked(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
 
 	if (head)
 		plk_waitq_dequeue(head);
-	if (head && plk_now_ns() - head->enq_ns >= plk_config()->handoff_ns) {
+	if (head && now_ns - head->enq_ns >= plk_config()->handoff_ns) {
 		handed = 1;
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
 		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
-		plk_donate_update(b, m, &owner, &next);  /* head waits on nothing now */
+		plk_lend_update(b, m);  /* head waits on nothing now */
 		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
 		plk_stat_inc(handoffs);
 	} else {
@@ -809,6 +546,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	PLK_PROBE4(release, m, plk_tid(), head_tid, handed);
 	if (head)
 		plk_waitq_unpark(head);
+	plk_lend_flush();
 	if (me)
 		plk_donate_withdraw(me, m);
 }
@@ -826,36 +564,6 @@ static int unlock_foreign(proxylock_mutex_t *m, uint32_t w)
 		return plk_cas_word(m, w, 0) ? 0 : -1;
 	unlock_wake(m, NULL, plk_owner_tid(w));
 	return 0;
-}
-
-/*
- * The owner unlocked robust @m, taken with EOWNERDEAD, without calling
- * proxylock_mutex_consistent(): @m is unusable from now on, and every
- * waiter is woken, off the queue, to be told so (ENOTRECOVERABLE).
- */
-static void make_unrecoverable(proxylock_mutex_t *m)
-{
-	struct plk_thread *batch[32], *t;
-	bool first = true;
-	int n;
-
-	do {
-		struct plk_bucket *b = plk_waitq_lock(m);
-
-		if (first)
-			__atomic_store_n(&m->__word, PLK_TID_NOTRECOVERABLE, __ATOMIC_RELEASE);
-		first = false;
-		for (n = 0; n < 32 && (t = plk_waitq_first(b, m)); n++) {
-			plk_waitq_dequeue(t);
-			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-			batch[n] = t;
-		}
-		plk_waitq_unlock(b);
-		for (int i = 0; i < n; i++)
-			plk_waitq_unpark(batch[i]);
-	} while (n == 32);
-	if ((t = plk_thread_self()))
-		plk_donate_withdraw(t, m);
 }
 
 /* Out of line, so the fast paths stay a few instructions long. */
@@ -881,7 +589,7 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 			return 0;
 		}
 		if (w & PLK_OWNER_DIED) {
-			make_unrecoverable(m);
+			plk_mutex_make_unrecoverable(m);
 			return 0;
 		}
 		if (w & PLK_WAITERS)

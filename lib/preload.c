@@ -63,6 +63,7 @@
 #include "cond.h"
 #include "config.h"
 #include "lockstat.h"
+#include "lockword.h"
 #include "mutex.h"
 #include "preload.h"
 

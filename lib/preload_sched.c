@@ -7,9 +7,10 @@
  * An application that sets its affinity, nice or policy then means to
  * change B(T); left alone, its call would be undone by the next restore,
  * which puts the old base back.  So each setter here runs glibc's call
- * through plk_donate_base_set(), which (under the thread record's lock)
- * takes the fields it set into B(T) and lends again on top; and each
- * getter returns B(T) while the thread is lent to, so that code reading
+ * through plk_donate_base_set(), which (holding the thread's apply token,
+ * with no internal lock held) takes what it set into B(T) and lends again
+ * on top; and each getter returns B(T) while something lent is in the
+ * kernel (never an unverified copy), so that code reading
  * before writing (nice(), get-modify-set of affinity) starts from what
  * the application set, not from what it was lent.
  *

@@ -136,6 +136,14 @@ bool plk_fork_alias_slow(uint32_t tid)
 	return false;
 }
 
+bool plk_fork_alias_listed(uint32_t tid)
+{
+	for (int i = 0; i < plk_fork_naliases; i++)
+		if (tid != 0 && fork_aliases[i] == tid)
+			return true;
+	return false;
+}
+
 uint32_t plk_forked_tid(void)
 {
 	return forked_tid;
@@ -180,49 +188,80 @@ struct plk_thread *plk_thread_find(pid_t tid)
 
 /* --- record memory --------------------------------------------------- */
 
-/* A free record, from the free list or a new slab; NULL if out of memory.
- * The slab is mapped before free_lock is taken: no syscall under it. */
-static struct plk_thread *record_alloc(void)
+/* Map a slab and put its records on the free list.  No internal lock
+ * held: the mmap is a syscall.  False if out of memory. */
+static bool slab_add(void)
 {
-	struct plk_thread *t, *slab;
+	struct plk_thread *slab = mmap(NULL, SLAB_RECORDS * sizeof(*slab), PROT_READ | PROT_WRITE,
+	                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (slab == MAP_FAILED)
+		return false;
+	plk_ilock_lock(&free_lock);
+	for (int i = 0; i < SLAB_RECORDS; i++) {
+		slab[i].free_next = free_list;
+		__atomic_store_n(&free_list, &slab[i], __ATOMIC_RELAXED);
+	}
+	plk_ilock_unlock(&free_lock);
+	return true;
+}
+
+/* A free record off the free list; NULL if it is empty. */
+static struct plk_thread *record_pop(void)
+{
+	struct plk_thread *t;
 
 	plk_ilock_lock(&free_lock);
 	if ((t = free_list))
-		free_list = t->free_next;
+		__atomic_store_n(&free_list, t->free_next, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
-	if (t)
-		return t;
-	slab = mmap(NULL, SLAB_RECORDS * sizeof(*slab), PROT_READ | PROT_WRITE,
-	            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (slab == MAP_FAILED)
-		return NULL;
-	plk_ilock_lock(&free_lock);
-	for (int i = 1; i < SLAB_RECORDS; i++) {
-		slab[i].free_next = free_list;
-		free_list = &slab[i];
-	}
-	plk_ilock_unlock(&free_lock);
-	return &slab[0];
+	return t;
+}
+
+/* A free record; @may_map: no internal lock is held, so a slab may be
+ * mapped if the free list is empty.  NULL if none. */
+static struct plk_thread *record_alloc(bool may_map)
+{
+	struct plk_thread *t;
+
+	while (!(t = record_pop()) && may_map && slab_add())
+		;
+	return t;
+}
+
+/*
+ * Called on every slow path, so it takes no lock: a thread preempted
+ * inside free_lock would stall every contended lock call in the process.
+ * The emptiness test is a hint (relaxed: free_list is written under
+ * free_lock); if it is wrong, a record made under a lock finds the list
+ * empty and that owner goes without a lend this time (chain_truncated).
+ */
+bool plk_registry_reserve(pid_t tid)
+{
+	if (tid > 0 && !slot_of(tid, true))
+		return false;
+	return __atomic_load_n(&free_list, __ATOMIC_RELAXED) != NULL || slab_add();
 }
 
 static void record_free(struct plk_thread *t)
 {
 	plk_ilock_lock(&free_lock);
 	t->free_next = free_list;
-	free_list = t;
+	__atomic_store_n(&free_list, t, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
 }
 
 /*
  * Make free record @t @tid's and link it; @t's lock held.  Everything
- * after the lock word is reset; the fields read without a lock are
+ * after the lock word and the token's waiter count and futex word is
+ * reset; the fields read without a lock are
  * written with atomics (a stale finder may be reading them).  wait_seq
  * only grows, so a chain walk's snapshot never matches across a recycle.
  */
 static void record_init(struct plk_thread *t, pid_t tid)
 {
 	memset((char *)t + offsetof(struct plk_thread, adopted), 0,
-	       sizeof(*t) - offsetof(struct plk_thread, adopted));
+	       sizeof(*t) - offsetof(struct plk_thread, adopted));  /* applier too */
 	CDS_INIT_LIST_HEAD(&t->wnode);
 	__atomic_store_n(&t->blocked_on, NULL, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
@@ -246,9 +285,10 @@ static void record_retire(struct plk_thread *t)
  * retired (and even recycled) between the lookup and the lock: then tid
  * no longer matches and we look again.
  */
-struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
+struct plk_thread *plk_thread_lock_tid(pid_t tid, int how)
 {
-	struct plk_thread **slot = slot_of(tid, create), *t, *fresh = NULL;
+	bool create = how != PLK_RECORD_FIND;
+	struct plk_thread **slot = slot_of(tid, how == PLK_RECORD_CREATE), *t, *fresh = NULL;
 
 	if (!slot)
 		return NULL;
@@ -262,7 +302,7 @@ struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
 		}
 		if (!create)
 			break;
-		if (!fresh && !(fresh = record_alloc()))
+		if (!fresh && !(fresh = record_alloc(how == PLK_RECORD_CREATE)))
 			break;
 		plk_ilock_lock(&fresh->lock);
 		record_init(fresh, tid);
@@ -284,7 +324,8 @@ struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create)
 
 void plk_thread_unlock(struct plk_thread *t)
 {
-	bool idle = !t->adopted && t->nheld == 0 &&
+	/* Not while a restore is due or being made: its apply needs it. */
+	bool idle = !t->adopted && t->nheld == 0 && !t->applier && t->gen == t->applied_gen &&
 	            !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
 
 	if (idle)
@@ -294,17 +335,71 @@ void plk_thread_unlock(struct plk_thread *t)
 		record_free(t);
 }
 
+/* --- the apply token ------------------------------------------------- */
+
+bool plk_thread_token_wait(struct plk_thread *t, pid_t tid)
+{
+	for (;;) {
+		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid) {
+			plk_thread_unlock(t);
+			return false;
+		}
+		if (plk_thread_token_take(t))
+			return true;
+		uint32_t seq = __atomic_load_n(&t->apply_seq, __ATOMIC_RELAXED);
+
+		t->apply_waiters++;
+		plk_ilock_unlock(&t->lock);
+		plk_futex_wait(&t->apply_seq, seq, CLOCK_MONOTONIC, NULL);
+		plk_ilock_lock(&t->lock);
+		t->apply_waiters--;
+	}
+}
+
+/* Drop the token, t->lock held; true if sleepers must be woken (after
+ * the lock is dropped: I5). */
+static bool token_drop(struct plk_thread *t)
+{
+	t->applier = false;
+	if (t->apply_waiters == 0)
+		return false;
+	__atomic_store_n(&t->apply_seq, t->apply_seq + 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+void plk_thread_token_drop_unlock(struct plk_thread *t)
+{
+	bool wake = token_drop(t);
+
+	plk_thread_unlock(t);
+	if (wake)
+		plk_futex_wake(&t->apply_seq, INT32_MAX);
+}
+
 /* --- a thread's own record ------------------------------------------- */
 
-/* Key destructor: the thread is exiting and cannot be blocked on a lock. */
+/*
+ * Key destructor: the thread is exiting and cannot be blocked on a lock.
+ * Another thread may still hold its apply token (a lender's calls in
+ * flight, an application's scheduler call on it): the record is retired
+ * only once the token is ours, so nobody writes a recycled record, and
+ * those waiting for the token wake to find it is no longer @tid's.
+ */
 static void self_destructor(void *arg)
 {
 	struct plk_thread *t = arg;
+	pid_t tid = __atomic_load_n(&t->tid, __ATOMIC_RELAXED);
+	bool wake;
 
 	tls_self = NULL;
 	plk_ilock_lock(&t->lock);
+	if (!plk_thread_token_wait(t, tid))
+		return;  /* cannot happen: only we retire an adopted record */
 	record_retire(t);
+	wake = token_drop(t);
 	plk_ilock_unlock(&t->lock);
+	if (wake)
+		plk_futex_wake(&t->apply_seq, INT32_MAX);
 	record_free(t);
 }
 
@@ -320,13 +415,20 @@ struct plk_thread *plk_thread_self(void)
 	if (__builtin_expect(t != NULL, 1))
 		return t;
 	pthread_once(&key_once, key_init);
-	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), true)))
+	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), PLK_RECORD_CREATE)))
 		return NULL;
-	t->adopted = pthread_setspecific(self_key, t) == 0;
-	if (t->adopted)
+	/* Adopted before the lock is dropped, so nobody retires it; the key
+	 * is set after (pthread_setspecific may allocate: I5). */
+	t->adopted = true;
+	plk_ilock_unlock(&t->lock);
+	if (pthread_setspecific(self_key, t) == 0) {
 		tls_self = t;
-	plk_thread_unlock(t);
-	return tls_self;
+		return t;
+	}
+	plk_ilock_lock(&t->lock);
+	t->adopted = false;
+	plk_thread_unlock(t);  /* retired there */
+	return NULL;
 }
 
 unsigned long plk_registry_count(void)
@@ -343,6 +445,44 @@ unsigned long plk_registry_count(void)
 }
 
 /* --- fork ------------------------------------------------------------ */
+
+static bool fork_restore;
+static struct plk_sched_ctx fork_applied, fork_base;
+
+void plk_registry_fork_restore(void)
+{
+	if (fork_restore)
+		plk_sched_apply(0, &fork_applied, &fork_base);
+	fork_restore = false;
+}
+
+/*
+ * Before any internal lock: take the forking thread's own apply token,
+ * so that no other thread's sched calls on it are in flight across the
+ * fork and its record's applied is what the kernel has (the child
+ * inherits that view and restores from it).
+ */
+void plk_registry_fork_token_take(void)
+{
+	struct plk_thread *me = tls_self;
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	if (!plk_thread_token_wait(me, (pid_t)plk_tid()))
+		return;
+	plk_ilock_unlock(&me->lock);
+}
+
+void plk_registry_fork_token_drop(void)
+{
+	struct plk_thread *me = tls_self;
+
+	if (!me)
+		return;
+	plk_ilock_lock(&me->lock);
+	plk_thread_token_drop_unlock(me);
+}
 
 void plk_registry_fork_prepare(void)
 {
@@ -365,9 +505,13 @@ void plk_registry_fork_child(void)
 {
 	struct plk_thread *me = tls_self;
 
-	/* The child holds no lock anyone waits for: back to its base. */
-	if (me && me->nheld)
-		plk_sched_apply(0, &me->applied, &me->base);
+	/* The child holds no lock anyone waits for: back to its base, once
+	 * the locks are free (plk_registry_fork_restore). */
+	fork_restore = me && !plk_sched_equal(&me->applied, &me->base);
+	if (fork_restore) {
+		fork_applied = me->applied;
+		fork_base = me->base;
+	}
 	if (forking_tid != forked_tid)
 		plk_fork_naliases = 0;  /* not the last fork's survivor: no aliases */
 	if (plk_fork_naliases == PLK_FORK_ALIASES) {

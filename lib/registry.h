@@ -24,6 +24,7 @@
 #include <urcu/list.h>
 
 #include "futex.h"
+#include "lend.h"
 #include "schedctl.h"
 
 /* Most locks with blocked waiters one thread can be lent through at once;
@@ -32,14 +33,6 @@
 
 /* How long a read of B(T) may stand in for another (donate.c, I4). */
 #define PLK_BASE_TTL_NS (1000 * 1000)
-
-/* What the waiters of one lock lend its owner: the kinds, and the fold of
- * the waiters' effective contexts for those kinds. */
-struct plk_lend {
-	unsigned kinds;          /* PROXYLOCK_DONATE_* present */
-	uint32_t rt_policy;      /* SCHED_FIFO/RR of the top rt prio */
-	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
-};
 
 struct plk_held {
 	const void *lock;
@@ -58,14 +51,26 @@ struct plk_thread {
 	uint32_t park;                 /* PLK_PARK_*: futex word */
 
 	/* Donation state, under .lock (never reset: a stale finder may be
-	 * waiting for it while the record is recycled). */
+	 * waiting for it while the record is recycled).  donate.c's top
+	 * says how these change: E(T) is computed under internal locks, and
+	 * the holder of the apply token makes the kernel agree after every
+	 * internal lock is dropped. */
 	plk_ilock_t lock;
+	/* Never reset either: a thread asleep for the apply token counts
+	 * itself in, and sleeps on, these across a recycle. */
+	uint32_t apply_waiters;        /* threads waiting for the token */
+	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
+	uint64_t gen;                  /* bumped whenever eff changes */
+	uint64_t applied_gen;          /* the gen of eff that applied is */
+	bool applier;                  /* the apply token is taken */
+	bool base_unverified;          /* base is a copy no call may be made on */
+	bool base_check;               /* the apply must check the copy's age */
 	uint64_t base_ns;              /* CLOCK_MONOTONIC of the last read of base */
-	bool base_unverified;          /* base is a copy not re-read since held filled */
+	const void *lent_lock;         /* the lock whose lend changed eff last */
 	int nheld;                     /* entries in held[] */
 	struct plk_held held[PLK_HELD_MAX];
 
@@ -119,6 +124,10 @@ PLK_HIDDEN pid_t plk_pid(void);
 PLK_HIDDEN extern int plk_fork_naliases;
 PLK_HIDDEN bool plk_fork_alias_slow(uint32_t tid);
 
+/** plk_fork_alias_listed - @tid is among the aliases (no syscall; see
+ * plk_owner_tid_locked for what that may get wrong). */
+PLK_HIDDEN bool plk_fork_alias_listed(uint32_t tid);
+
 /** plk_fork_alias - true if @tid is a TID the forked thread had before a fork. */
 static inline bool plk_fork_alias(uint32_t tid)
 {
@@ -143,12 +152,28 @@ PLK_HIDDEN struct plk_thread *plk_thread_self(void);
  */
 PLK_HIDDEN struct plk_thread *plk_thread_find(pid_t tid);
 
+/* How plk_thread_lock_tid finds a record. */
+enum {
+	PLK_RECORD_FIND,      /* only an existing record */
+	PLK_RECORD_CREATE,    /* or a new one; no internal lock may be held */
+	PLK_RECORD_RESERVED,  /* or one from the free list, under internal
+	                         locks (no syscall: see plk_registry_reserve) */
+};
+
 /**
- * plk_thread_lock_tid - find (@create: or create) @tid's record and
+ * plk_thread_lock_tid - find (or, per @how, create) @tid's record and
  * return it with its lock held, checked to belong to @tid; NULL if there
- * is none (out of memory, or !@create and none exists).
+ * is none (out of memory, an empty reserve, or none exists).
  */
-PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create);
+PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, int how);
+
+/**
+ * plk_registry_reserve - with no internal lock held: make sure a record
+ * for @tid (0: any TID whose table page exists) can be made under locks
+ * without a syscall: its table page is mapped and the free list is not
+ * empty.  False if out of memory.
+ */
+PLK_HIDDEN bool plk_registry_reserve(pid_t tid);
 
 /**
  * plk_thread_unlock - drop @t's lock, which the caller holds; if @t was
@@ -157,6 +182,35 @@ PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, bool create);
  * and a reused TID never inherits one.
  */
 PLK_HIDDEN void plk_thread_unlock(struct plk_thread *t);
+
+/*
+ * The apply token (donate.c): t->applier marks the one thread making
+ * sched calls for t's thread.  Taken and dropped under t->lock; a record
+ * is never retired while it is taken.
+ */
+
+/** plk_thread_token_take - take @t's token if free; t->lock held. */
+static inline bool plk_thread_token_take(struct plk_thread *t)
+{
+	if (t->applier)
+		return false;
+	t->applier = true;
+	return true;
+}
+
+/**
+ * plk_thread_token_wait - take @t's token, sleeping for it (a futex wait
+ * with no internal lock held) while another thread has it.  Called with
+ * t->lock held; returns true with t->lock held and the token taken, or
+ * false with t unlocked if the record stopped being @tid's.
+ */
+PLK_HIDDEN bool plk_thread_token_wait(struct plk_thread *t, pid_t tid);
+
+/**
+ * plk_thread_token_drop_unlock - drop @t's token and its lock (as
+ * plk_thread_unlock), waking threads waiting for the token.
+ */
+PLK_HIDDEN void plk_thread_token_drop_unlock(struct plk_thread *t);
 
 /**
  * plk_thread_exited - true if no thread of this process has TID @tid
@@ -169,9 +223,20 @@ PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);
 
+/** plk_registry_fork_token_take/drop - the forking thread takes its own
+ * apply token before fork's internal locks, and drops it in the parent
+ * (the child's records are all reset). */
+PLK_HIDDEN void plk_registry_fork_token_take(void);
+PLK_HIDDEN void plk_registry_fork_token_drop(void);
+
 /** plk_registry_fork_prepare/parent/child - pthread_atfork hooks. */
 PLK_HIDDEN void plk_registry_fork_prepare(void);
 PLK_HIDDEN void plk_registry_fork_parent(void);
 PLK_HIDDEN void plk_registry_fork_child(void);
+
+/** plk_registry_fork_restore - fork child, after every internal lock is
+ * reset: give the surviving thread back its base context if it was being
+ * lent to (no syscall under a lock, I5). */
+PLK_HIDDEN void plk_registry_fork_restore(void);
 
 #endif /* PLK_REGISTRY_H */

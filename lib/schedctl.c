@@ -72,6 +72,7 @@ static int sys_setattr(pid_t tid, struct plk_sched_attr *a)
 static unsigned caps_cached;
 static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
 static cpu_set_t cpuset_allowed;
+static struct plk_numa_map numa_map;
 
 static bool has_cap_sys_nice(void)
 {
@@ -138,6 +139,38 @@ static void read_cpuset(void)
 	pthread_setcancelstate(cancel, NULL);
 }
 
+/* The CPUs of each NUMA node, for PROXYLOCK_AFFINITY_NODE: read here,
+ * once, so that no lend ever asks libnuma (which reads sysfs). */
+static void read_numa(void)
+{
+	struct bitmask *cpus;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		numa_map.node_of[cpu] = -1;
+	if (numa_available() < 0 || !(cpus = numa_allocate_cpumask()))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE && cpu < numa_num_configured_cpus(); cpu++) {
+		int node = numa_node_of_cpu(cpu);
+
+		if (node < 0 || node >= PLK_NODES_MAX)
+			continue;
+		numa_map.node_of[cpu] = (int16_t)node;
+		if (node >= numa_map.nnodes) {
+			for (int n = numa_map.nnodes; n <= node; n++)
+				CPU_ZERO(&numa_map.cpus_of[n]);
+			numa_map.nnodes = node + 1;
+		}
+	}
+	for (int node = 0; node < numa_map.nnodes; node++) {
+		if (numa_node_to_cpus(node, cpus) != 0)
+			continue;
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (numa_bitmask_isbitset(cpus, c))
+				CPU_SET(c, &numa_map.cpus_of[node]);
+	}
+	numa_bitmask_free(cpus);
+}
+
 static void probe_caps(void)
 {
 	unsigned caps = PROXYLOCK_DONATE_AFFINITY;
@@ -150,19 +183,43 @@ static void probe_caps(void)
 	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
 		caps |= PROXYLOCK_DONATE_RT;
 	read_cpuset();
+	read_numa();
 	caps_cached = caps;
+}
+
+/* The probe runs once, outside every internal lock (plk_sched_probe);
+ * afterwards an acquire load of caps_ready (release below) is all that
+ * is needed to see its results, with no pthread_once call. */
+static bool caps_ready;
+
+static void probe_once(void)
+{
+	probe_caps();
+	__atomic_store_n(&caps_ready, true, __ATOMIC_RELEASE);
+}
+
+static void probe_wait(void)
+{
+	if (!__atomic_load_n(&caps_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&caps_once, probe_once);
 }
 
 unsigned plk_sched_caps(void)
 {
-	pthread_once(&caps_once, probe_caps);
+	probe_wait();
 	return caps_cached;
 }
 
 const cpu_set_t *plk_sched_cpuset(void)
 {
-	pthread_once(&caps_once, probe_caps);
+	probe_wait();
 	return &cpuset_allowed;
+}
+
+const struct plk_numa_map *plk_sched_numa(void)
+{
+	probe_wait();
+	return &numa_map;
 }
 
 /* --- reading and applying -------------------------------------------- */

@@ -26,6 +26,16 @@ struct plk_sched_ctx {
 	cpu_set_t cpus;    /* CPU affinity */
 };
 
+/* Most NUMA nodes the NODE affinity policy tells apart. */
+#define PLK_NODES_MAX 64
+
+/* The machine's CPUs by NUMA node, read once (schedctl.c's probe). */
+struct plk_numa_map {
+	int nnodes;                          /* 0: no NUMA information */
+	int16_t node_of[CPU_SETSIZE];        /* -1: unknown */
+	cpu_set_t cpus_of[PLK_NODES_MAX];
+};
+
 /**
  * plk_sched_read - read @tid's (0: the caller's) context from the kernel.
  * Returns 0 or an errno value (ESRCH: the thread is gone).
@@ -64,5 +74,21 @@ PLK_HIDDEN unsigned plk_sched_caps(void);
  * (cgroup v2 cpuset.cpus.effective, else every configured CPU); read once.
  */
 PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
+
+/**
+ * plk_sched_numa - the CPUs of each NUMA node (lend.h), read with the
+ * caps probe; nnodes 0 if libnuma knows none.
+ */
+PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
+
+/**
+ * plk_sched_probe - run the probe behind plk_sched_caps, plk_sched_cpuset
+ * and plk_sched_numa now: every slow path calls it before taking an
+ * internal lock (the probe reads files and allocates).
+ */
+static inline void plk_sched_probe(void)
+{
+	(void)plk_sched_caps();
+}
 
 #endif /* PLK_SCHEDCTL_H */

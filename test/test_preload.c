@@ -443,6 +443,113 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 }
 END_TEST
 
+/* --- the base is never stale (issue 13) ------------------------------ */
+
+static pthread_mutex_t sb_gate = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t sb_lock = PTHREAD_MUTEX_INITIALIZER;
+static int sb_round, sb_gate_held, sb_holding, sb_lender_done, sb_stop;
+
+/* Holds the gate for 200 us each round, so that the holder blocks on it
+ * (and, being a waiter, re-reads its base then: a fresh copy). */
+static void *sb_gatekeeper(void *arg)
+{
+	(void)arg;
+	for (int r = 1; !__atomic_load_n(&sb_stop, __ATOMIC_ACQUIRE); r++) {
+		while (__atomic_load_n(&sb_round, __ATOMIC_ACQUIRE) < r &&
+		       !__atomic_load_n(&sb_stop, __ATOMIC_ACQUIRE))
+			;
+		pthread_mutex_lock(&sb_gate);
+		__atomic_store_n(&sb_gate_held, r, __ATOMIC_RELEASE);
+		usleep(200);
+		pthread_mutex_unlock(&sb_gate);
+	}
+	return NULL;
+}
+
+/* At nice 0 on CPUs {0, 1}: each round, blocks on sb_lock once. */
+static void *sb_lender(void *arg)
+{
+	cpu_set_t both;
+
+	(void)arg;
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	ck_assert_int_eq(sched_setaffinity(0, sizeof(both), &both), 0);
+	ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 0), 0);
+	for (int r = 1; !__atomic_load_n(&sb_stop, __ATOMIC_ACQUIRE); r++) {
+		while (__atomic_load_n(&sb_holding, __ATOMIC_ACQUIRE) < r &&
+		       !__atomic_load_n(&sb_stop, __ATOMIC_ACQUIRE))
+			;
+		if (__atomic_load_n(&sb_stop, __ATOMIC_ACQUIRE))
+			break;
+		pthread_mutex_lock(&sb_lock);
+		pthread_mutex_unlock(&sb_lock);
+		__atomic_store_n(&sb_lender_done, r, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/* PLK_WAITERS (bit 31) in the interposer's lock word: someone is queued. */
+static bool has_waiters(pthread_mutex_t *m)
+{
+	return __atomic_load_n((uint32_t *)m, __ATOMIC_ACQUIRE) & 0x80000000u;
+}
+
+/*
+ * The holder's copy of its base is fresh (it just waited, on CPUs {0,1}
+ * at nice 0); it then sets CPUs {1} and nice 5, takes a lock, and a
+ * waiter with exactly the old context (CPUs {0,1}, nice 0) blocks on it,
+ * well within the copy's 1 ms: against the stale copy the lend changes
+ * nothing.  The getters must still say what the application set ({1},
+ * nice 5, so nice(1) gives 6), and the kernel must show it after unlock.
+ */
+START_TEST(the_base_answered_is_what_the_application_set_never_a_stale_copy)
+{
+	cpu_set_t one, both, got;
+	pthread_t gk, ld;
+	int stale_cpus = 0, stale_nice = 0, rounds = 50;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	pthread_create(&gk, NULL, sb_gatekeeper, NULL);
+	pthread_create(&ld, NULL, sb_lender, NULL);
+	for (int r = 1; r <= rounds; r++) {
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(both), &both), 0);
+		ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 0), 0);
+		__atomic_store_n(&sb_round, r, __ATOMIC_RELEASE);
+		while (__atomic_load_n(&sb_gate_held, __ATOMIC_ACQUIRE) < r)
+			;
+		pthread_mutex_lock(&sb_gate);  /* waits: the base copy is read now */
+		pthread_mutex_unlock(&sb_gate);
+		ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+		ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 5), 0);
+		pthread_mutex_lock(&sb_lock);
+		__atomic_store_n(&sb_holding, r, __ATOMIC_RELEASE);
+		ck_assert(eventually(has_waiters(&sb_lock), 3000));
+		ck_assert_int_eq(sched_getaffinity(0, sizeof(got), &got), 0);
+		stale_cpus += !CPU_EQUAL(&got, &one);
+		stale_nice += getpriority(PRIO_PROCESS, 0) != 5;
+		errno = 0;
+		ck_assert_int_eq(nice(1), 6);
+		pthread_mutex_unlock(&sb_lock);
+		ck_assert(affinity_is(0, 1, -1));
+		ck_assert_int_eq(kview_of(0).nice, 6);
+		ck_assert(eventually(__atomic_load_n(&sb_lender_done, __ATOMIC_ACQUIRE) >= r, 3000));
+	}
+	__atomic_store_n(&sb_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(gk, NULL);
+	pthread_join(ld, NULL);
+	ck_assert_msg(stale_cpus == 0 && stale_nice == 0,
+	              "%d of %d rounds answered a stale CPU mask, %d a stale nice", stale_cpus,
+	              rounds, stale_nice);
+}
+END_TEST
+
 /* --- cancellation and fork ------------------------------------------- */
 
 static pthread_mutex_t cx_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -753,6 +860,7 @@ static Suite *preload_suite(void)
 	tcase_add_test(tc, glibc_objects_take_deadlines_on_either_clock);
 	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
 	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
+	tcase_add_test(tc, the_base_answered_is_what_the_application_set_never_a_stale_copy);
 	tcase_add_test(tc, pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex);
 	tcase_add_test(tc, cancelling_a_wait_on_a_shared_condvar_retakes_the_proxylock_mutex);
 	tcase_add_test(tc, a_fork_child_of_a_busy_process_has_consistent_locks);

@@ -19,6 +19,16 @@
  *                     the fast path: the waiters moved behind it are lost
  *   -DNO_M1           leave out the M1 assertions (so a broken variant
  *                     runs on to the hang itself)
+ *   -DAPPLY           mutex scenario with the donation engine's apply
+ *                     step (issue 13): per-thread generation, apply token
+ *                     and kernel view; the sched_* calls run with no
+ *                     lock held.  Not with COND or the BROKEN_ variants
+ *                     above.
+ *   -DBROKEN_APPLY    with -DAPPLY: no token; whoever bumped applies its
+ *                     own snapshot: an older one overtakes (stale apply)
+ *   -DBROKEN_RECHECK  with -DAPPLY: the token holder drops the token
+ *                     without re-checking gen: a bump made during its
+ *                     syscalls is never applied (final agreement)
  *
  * Model conventions.  Thread ids 1..N; the word is owner | W.  One step
  * of a proctype is one atomic memory access of the code, except queue
@@ -52,6 +62,13 @@
 #define SPIN	1		/* CAS retries in the spin phase (PLK_SPIN) */
 #endif
 
+#if defined(APPLY) && (defined(COND) || defined(BROKEN_TIMEDOUT) || defined(BROKEN_M4))
+#error "APPLY models the mutex scenario with the fixed lock protocol"
+#endif
+#if (defined(BROKEN_APPLY) || defined(BROKEN_RECHECK)) && !defined(APPLY)
+#error "BROKEN_APPLY and BROKEN_RECHECK need APPLY"
+#endif
+
 byte word;			/* L's lock word */
 byte bl;			/* holder of L's bucket lock; 0 = free */
 byte q[N];			/* L's queue, FIFO, head at q[0] */
@@ -61,6 +78,21 @@ bit onq[N + 1];			/* blocked_on == L */
 bit coming[N + 1];		/* dequeued WOKEN, on its way back to L's bucket */
 byte incs;			/* threads in L's critical section */
 byte done;			/* threads finished */
+
+#ifdef APPLY
+/* Donation state of each thread's record (lib/donate.c, struct
+ * plk_thread), as a possible owner of L.  The effective context is
+ * abstracted to one bit: boosted (something lent) or at its base.  All
+ * fields but kview/kgen are under the record's lock T.lock, whose
+ * sections are short and pure: each is one d_step. */
+bit eff[N + 1];			/* T.eff: E(T) as last computed */
+byte gen[N + 1];		/* T.gen: bumped whenever eff changes */
+bit applied[N + 1];		/* T.applied: what T believes the kernel has */
+byte applied_gen[N + 1];	/* T.applied_gen */
+byte applier[N + 1];		/* T.applier: the token's holder; 0 = free */
+bit kview[N + 1];		/* the kernel's view of T: boosted or not */
+byte kgen[N + 1];		/* ghost: the generation kview came from */
+#endif
 
 #ifdef COND
 byte bc;			/* holder of c's bucket lock */
@@ -127,6 +159,95 @@ inline deq(t) {
 	}
 }
 
+#ifdef APPLY
+/* Under T.lock (a d_step inside, or as, a caller's d_step): store what
+ * plk_lend_update / plk_donate_withdraw computed for tg, bumping gen
+ * if it changed.  bumped: the caller applies once it holds no lock. */
+inline bump(v) {
+	if
+	:: eff[tg] != v -> eff[tg] = v; gen[tg]++; bumped = 1
+	:: else
+	fi
+}
+
+/* plk_donate_apply(tg), with no internal lock held.  Only a thread that
+ * bumped tg's gen calls it (a call that finds applied_gen == gen would
+ * return at once).  The sched_* calls are one step, between two holds
+ * of tg.lock. */
+inline donate_apply() {
+#ifndef BROKEN_APPLY
+	d_step {	/* lock tg.lock; take the token, or leave */
+		ag = 0;
+		if
+		:: applier[tg] == 0 && applied_gen[tg] != gen[tg] ->
+			applier[tg] = me; ag = 1;
+			want = eff[tg]; g = gen[tg];
+			if
+			:: want == applied[tg] -> applied_gen[tg] = g; applier[tg] = 0; ag = 0
+			:: else
+			fi
+		:: else
+		fi
+	};
+	do
+	:: ag ->
+		/* unlocked: the syscalls take the kernel to want */
+		d_step {
+			CHECK(applier[tg] == me, "violated: one applier: a syscall without the token\n");
+			CHECK(g >= kgen[tg], "violated: stale apply: an older generation overwrites a newer\n");
+			kview[tg] = want; kgen[tg] = g
+		};
+		d_step {	/* lock tg.lock */
+			CHECK(applier[tg] == me, "violated: one applier: the token changed hands\n");
+			applied[tg] = want; applied_gen[tg] = g;
+#ifdef BROKEN_RECHECK
+			applier[tg] = 0; ag = 0
+#else
+			if
+			:: gen[tg] == g -> applier[tg] = 0; ag = 0
+			:: else ->	/* a later gen was computed meanwhile */
+				want = eff[tg]; g = gen[tg];
+				if
+				:: want == applied[tg] -> applied_gen[tg] = g; applier[tg] = 0; ag = 0
+				:: else
+				fi
+			fi
+#endif
+		}
+	:: else -> break
+	od;
+#else
+	/* BROKEN: no token; apply our own snapshot if not applied yet. */
+	d_step {
+		ag = 0;
+		if
+		:: applied_gen[tg] != gen[tg] -> want = eff[tg]; g = gen[tg]; ag = 1
+		:: else
+		fi
+	};
+	if
+	:: ag ->
+		d_step {
+			CHECK(g >= kgen[tg], "violated: stale apply: an older generation overwrites a newer\n");
+			kview[tg] = want; kgen[tg] = g
+		};
+		d_step { applied[tg] = want; applied_gen[tg] = g }
+	:: else
+	fi;
+#endif
+	ag = 0; want = 0; g = 0
+}
+
+/* Apply for tg if this thread bumped it; then forget tg. */
+inline apply_bumped() {
+	if
+	:: bumped -> donate_apply()
+	:: else
+	fi;
+	bumped = 0; tg = 0
+}
+#endif
+
 /* acquire_locked: L is free; take it, W if others are queued (M1). */
 inline acquire_locked() {
 	atomic {
@@ -169,12 +290,9 @@ inline lock_timedout() {
 				:: else
 				fi
 			:: w != 0 && ql == 0 ->
-				if
-				:: w & W ->
-					/* cannot fail: W set, bucket held */
-					atomic { assert(word == w); setword(w & ~W) }
-				:: else
-				fi;
+				/* W, if set, stays: the owner's slow unlock
+				 * waits for the apply of the withdrawal
+				 * (donate.c, I1) and releases. */
 				got = 0;
 				break
 			:: w != 0 && ql > 0 ->
@@ -190,6 +308,19 @@ inline lock_timedout() {
 				fi
 			fi
 		od;
+#ifdef APPLY
+		/* plk_lend_update: acquire_locked's (we took L), or the
+		 * owner's lend without us (PLK_WAITERS was set or is now).
+		 * (i = 0: a no-op, as a break may not jump into a d_step.) */
+		i = 0;
+		d_step {
+			if
+			:: got -> tg = me; bump(ql > 0)
+			:: !got && ((w & W) || ql > 0) -> tg = OWNER(w); bump(ql > 0)
+			:: else
+			fi
+		};
+#endif
 #else
 		/* OLD: one try at each. */
 		acquire_locked();
@@ -222,6 +353,9 @@ inline lock_timedout() {
 		coming[me] = 0
 	fi;
 	unlock_l()
+#ifdef APPLY
+	; apply_bumped()	/* (c) after the bucket is dropped */
+#endif
 }
 
 /* lock_block: queue and sleep until L is ours (got = 1) or the deadline
@@ -233,7 +367,18 @@ inline lock_block(timed) {
 		if
 		:: w == 0 ->
 			acquire_locked();
+#ifdef APPLY
+			d_step {
+				if
+				:: got -> tg = me; bump(ql > 0)
+				:: else
+				fi
+			};
+#endif
 			unlock_l();
+#ifdef APPLY
+			apply_bumped();
+#endif
 			if
 			:: got -> break
 			:: else
@@ -254,7 +399,14 @@ inline lock_block(timed) {
 			:: !ok -> unlock_l()
 			:: ok ->
 				enq(me, woken);
+#ifdef APPLY
+				/* plk_lend_update: we lend to the owner */
+				d_step { tg = OWNER(w); bump(1) };
+#endif
 				unlock_l();
+#ifdef APPLY
+				apply_bumped();	/* (a) then park */
+#endif
 				/* plk_waitq_park: sleep while park == WAITING */
 				if
 				:: park[me] == HANDED ->
@@ -318,6 +470,10 @@ inline unlock_wake() {
 		/* hand off (head waited >= PROXYLOCK_HANDOFF_US) */
 #ifndef BROKEN_M4
 		setword(t | (ql > 0 -> W : 0));
+#ifdef APPLY
+		/* plk_lend_update: head waits on nothing now, owns L */
+		d_step { tg = t; bump(ql > 0) };
+#endif
 		park[t] = HANDED
 #else
 		park[t] = HANDED;
@@ -332,6 +488,12 @@ inline unlock_wake() {
 	fi;
 	t = 0;
 	unlock_l()
+#ifdef APPLY
+	; apply_bumped();	/* the new owner's lend, if handed */
+	/* (b) plk_donate_withdraw(me): after the wake, under our T.lock */
+	d_step { tg = me; bump(0) };
+	apply_bumped()
+#endif
 }
 
 /* proxylock_mutex_unlock: CAS self -> 0 unless W is set. */
@@ -479,6 +641,10 @@ proctype thread(byte me; byte role; byte rounds)
 {
 	byte w, t, n, st, i, r;
 	bit got, ok, woken, sig;
+#ifdef APPLY
+	byte tg, g;		/* the target of an apply; its snapshot's gen */
+	bit bumped, want, ag;	/* ag: we hold tg's token (BROKEN: we apply) */
+#endif
 
 #ifndef COND
 	/* role 1: may time out */
@@ -527,6 +693,10 @@ proctype thread(byte me; byte role; byte rounds)
 	done++
 }
 
+#ifdef APPLY
+#define AGREE(t)	(applier[t] != 0 || (applied_gen[t] == gen[t] && kview[t] == eff[t] && applied[t] == kview[t]))
+#endif
+
 /* Everyone asleep or finished: nothing may be left queued behind a free
  * lock (a lost wake-up), nor an item behind a sleeping consumer. */
 active proctype monitor()
@@ -535,6 +705,15 @@ active proctype monitor()
 	CHECK(!(word == 0 && ql > 0), "violated: lost wake-up: L is free, a waiter sleeps on its queue\n");
 #ifdef COND
 	CHECK(!(avail > 0 && cql > 0), "violated: lost signal: an item is ready, a consumer sleeps on c\n");
+#endif
+#ifdef APPLY
+	/* Final agreement: a thread whose token is free has the latest
+	 * generation applied, and the kernel holds its value.  Everyone done
+	 * (no one holds L): nobody runs boosted (I1). */
+	CHECK(AGREE(1) && AGREE(2) && AGREE(3),
+	      "violated: final agreement: token free, the kernel holds an older generation's value\n");
+	CHECK(done != N || !(kview[1] || kview[2] || kview[3] || eff[1] || eff[2] || eff[3]),
+	      "violated: I1: a thread that holds no lock runs boosted\n");
 #endif
 	CHECK(done == N, "violated: hang\n")
 }

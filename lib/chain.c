@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chain.c - lending through mutexes (see chain.h).
+ *
+ * Under @m's bucket lock the queue is folded into one lend and handed to
+ * the engine with the owner's TID: the word has PLK_WAITERS set, so the
+ * owner cannot release @m without this bucket (I3).  The engine defers
+ * the kernel calls; plk_lend_flush makes them once the caller holds no
+ * internal lock, and walks chains: if the owner's effective context
+ * changed while it waits on another mutex, that mutex's queue now lends
+ * something else to its owner.  A chain walk drops one bucket before
+ * taking the next and revalidates (the thread still waits on that
+ * mutex), as rt_mutex_adjust_prio_chain does; it is bounded by
+ * PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.
+ */
+#include "chain.h"
+#include "config.h"
+#include "donate.h"
+#include "lockword.h"
+#include "schedctl.h"
+#include "stats.h"
+
+unsigned plk_lend_kinds(const proxylock_mutex_t *m)
+{
+	unsigned off = (m->__flags >> PLK_NODONATE_SHIFT) & PROXYLOCK_DONATE_ALL;
+
+	return off == PROXYLOCK_DONATE_ALL ? 0 : proxylock_donate_kinds() & ~off;
+}
+
+void plk_lend_prepare(const proxylock_mutex_t *m)
+{
+	(void)plk_config();  /* read once, here: not under a lock */
+	plk_sched_probe();
+	/* The owner seen now is the likely one; any other whose table page
+	 * is missing goes without a record this time (chain_truncated). */
+	(void)plk_registry_reserve(m ? plk_owner_tid(plk_word(m)) : 0);
+}
+
+/* plk_lend_update at chain depth @depth. */
+static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
+{
+	unsigned kinds = plk_lend_kinds(m);
+	uint32_t w = plk_word(m);
+	struct plk_thread *t;
+	struct plk_lend lend;
+
+	pid_t owner = plk_owner_tid_locked(w);  /* no syscall under the bucket */
+
+	if (!kinds || !(w & PLK_WAITERS) || owner == 0)
+		return;
+	plk_lend_init(&lend);
+	plk_waitq_for_each(b, m, t)
+		plk_donate_fold(&lend, t, kinds);
+	plk_donate_set(owner, m, &lend, depth);
+}
+
+void plk_lend_update(struct plk_bucket *b, proxylock_mutex_t *m)
+{
+	update_at(b, m, 1);
+}
+
+/* @via's effective context changed and it may wait on @next: what
+ * @next's queue lends changes too.  No lock held. */
+static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *next, int depth)
+{
+	struct plk_bucket *b;
+
+	if (depth >= PROXYLOCK_CHAIN_MAX) {
+		plk_stat_inc(chain_truncated);
+		return;
+	}
+	/* Not plk_lend_prepare(next): until revalidated, next may be freed
+	 * memory (its owner took, released and destroyed it), so its word is
+	 * not read before the bucket; only a spare record is made sure of. */
+	plk_lend_prepare(NULL);
+	b = plk_waitq_lock(next);
+	/* Revalidate: via may have stopped waiting (even exited, and its
+	 * record been recycled) since we looked. */
+	if (__atomic_load_n(&via->tid, __ATOMIC_RELAXED) == tid &&
+	    __atomic_load_n(&via->blocked_on, __ATOMIC_ACQUIRE) == next) {
+		plk_stat_inc(chain_steps);
+		update_at(b, next, depth + 1);
+	}
+	plk_waitq_unlock(b);
+}
+
+void plk_lend_flush(void)
+{
+	struct plk_apply a;
+
+	while (plk_donate_next_deferred(&a)) {
+		plk_donate_apply(&a);
+		if (a.next)
+			chain_step(a.t, a.tid, a.next, a.depth);
+	}
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lend.h - the lend algebra: what blocked waiters lend a lock's owner,
+ * and the effective context that makes of the owner's base.  Pure
+ * functions of plain values: no syscall, no lock, no global state, so
+ * they run under internal locks and are unit-tested without privileges
+ * (test/test_lend.c).  The rules are stated at the top of lend.c.
+ */
+#ifndef PLK_LEND_H
+#define PLK_LEND_H
+
+#include <stdint.h>
+
+#include "schedctl.h"
+
+/* What the waiters of one lock lend its owner: the kinds, and the fold of
+ * the waiters' effective contexts for those kinds. */
+struct plk_lend {
+	unsigned kinds;          /* PROXYLOCK_DONATE_* present */
+	uint32_t rt_policy;      /* SCHED_FIFO/RR of the top rt prio */
+	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
+};
+
+/* Everything a combination depends on besides the base and the lend. */
+struct plk_lend_env {
+	int affinity;                        /* PROXYLOCK_AFFINITY_* */
+	const cpu_set_t *allowed;            /* the process's cpuset */
+	const struct plk_numa_map *numa;     /* for PROXYLOCK_AFFINITY_NODE */
+};
+
+/** plk_lend_init - an empty lend: the identity of plk_lend_add/merge. */
+PLK_HIDDEN void plk_lend_init(struct plk_lend *l);
+
+/** plk_lend_add - fold waiter context @w, for @kinds, into @l. */
+PLK_HIDDEN void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds);
+
+/** plk_lend_merge - fold lend @l (another lock's) into @into. */
+PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
+
+/**
+ * plk_lend_combine - E(T): base @base with lend @l on top, under @env's
+ * affinity policy and cpuset, into *@out.  A SCHED_DEADLINE base is
+ * returned unchanged.
+ */
+PLK_HIDDEN void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
+                                 const struct plk_lend_env *env, struct plk_sched_ctx *out);
+
+/**
+ * plk_lend_kinds_changed - the PROXYLOCK_DONATE_* kinds in which context
+ * @now differs from @before (what a donation changed, for the counts).
+ */
+PLK_HIDDEN unsigned plk_lend_kinds_changed(const struct plk_sched_ctx *before,
+                                           const struct plk_sched_ctx *now);
+
+#endif /* PLK_LEND_H */
