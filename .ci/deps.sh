@@ -5,10 +5,13 @@ set -eu
 plk_deps="gcc g++ make meson ninja-build pkg-config liburcu-dev libnuma-dev check
   python3 spin sysbench stress-ng libjemalloc2 gnuplot-nox strace systemtap-sdt-dev gdb valgrind
   qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
+# Only test/check-debian.sh (the Debian packages, from .ci/run) needs these.
+plk_pkg_deps="dpkg-dev debhelper fakeroot lintian"
 
+# plk_install_deps [PACKAGES]: default $plk_deps.
 plk_install_deps() {
 	missing=""
-	for p in $plk_deps; do
+	for p in ${1:-$plk_deps}; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 	done
 	[ -z "$missing" ] && return 0

@@ -12,7 +12,7 @@ meson install -C "$build" --no-rebuild --destdir "$stage" --quiet
 pc=$(find "$stage" -name proxylock.pc | head -1)
 [ -n "$pc" ] || { echo "not ok - no proxylock.pc installed"; exit 1; }
 libdir=$(dirname "$(dirname "$pc")")
-for f in "$libdir/libproxylock.so.0" "$libdir/libproxylock-preload.so"; do
+for f in "$libdir/libproxylock.so.0" "$libdir/proxylock/libproxylock-preload.so"; do
 	[ -e "$f" ] || { echo "not ok - $f missing"; exit 1; }
 done
 find "$stage" -name proxylock.h | grep -q . || { echo "not ok - header missing"; exit 1; }

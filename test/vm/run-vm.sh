@@ -1,7 +1,9 @@
 #!/bin/sh
 # Boot the uclamp test kernel under qemu with a statically linked test
 # program as /init, and turn the guest's serial output into a verdict.
-#   usage: run-vm.sh GUEST-BINARY
+#   usage: run-vm.sh GUEST-BINARY [PROXYLOCK-STATIC]
+# With PROXYLOCK-STATIC, the guest also runs `proxylock caps` (as
+# /bin/proxylock), which must say uclamp is there.
 # Exit: 0 all passed; 1 a test failed; 77 (meson's skip) when the kernel
 # cannot be built or the guest does not boot: said loudly, never a pass.
 # PROXYLOCK_VM_KVM=1 tries KVM first (it hangs on this machine kind, a
@@ -9,6 +11,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$1
+tool=${2:-}
 skip() { echo "=== VM SUITE SKIPPED: $* ===" >&2; exit 77; }
 
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
@@ -19,6 +22,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root/proc" "$work/root/sys" "$work/root/dev" "$work/root/tmp"
 cp "$guest" "$work/root/init"
+if [ -n "$tool" ]; then
+	mkdir -p "$work/root/bin"
+	cp "$tool" "$work/root/bin/proxylock"
+fi
 (cd "$work/root" && find . | cpio -H newc -o --quiet | gzip -1) > "$work/init.cpio.gz"
 
 boot() {
@@ -32,11 +39,23 @@ if [ "${PROXYLOCK_VM_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && boot "-enable-kvm -cpu
 else
 	boot "-accel tcg" 300
 fi
-tr -d '\r' < "$work/serial.log" | grep -E 'PROXYLOCK-VM|:[PFE]:|Checks:' || true
+tr -d '\r' < "$work/serial.log" > "$work/serial.txt"
+grep -E 'PROXYLOCK-VM|:[PFE]:|Checks:' "$work/serial.txt" || true
 grep -q 'PROXYLOCK-VM: BOOTED' "$work/serial.log" || {
 	tail -20 "$work/serial.log" >&2
 	skip "the guest did not boot"
 }
+if [ -n "$tool" ]; then
+	sed -n '/PROXYLOCK-VM: CAPS BEGIN/,/PROXYLOCK-VM: CAPS END/p' "$work/serial.txt" > "$work/caps.txt"
+	cat "$work/caps.txt"
+	if grep -Eq '^uclamp: +yes ' "$work/caps.txt" &&
+	   grep -q 'PROXYLOCK-VM: CAPS END status=0' "$work/caps.txt"; then
+		echo "vm: proxylock caps in the guest says uclamp is there"
+	else
+		echo "vm: proxylock caps in the guest does not say uclamp: yes (status 0)" >&2
+		exit 1
+	fi
+fi
 grep -q 'PROXYLOCK-VM: DONE failed=0' "$work/serial.log" && exit 0
 echo "vm: uclamp suite FAILED in the guest" >&2
 exit 1

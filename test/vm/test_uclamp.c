@@ -5,10 +5,13 @@
  * /proc and /sys, runs the suite with one verdict line per test, prints
  * an end marker and exits, which panics the guest and ends qemu.
  * Checks use sched_getattr and /proc/<pid>/task/<tid>/sched (uclamp.min,
- * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).
+ * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).  Then, if the
+ * initramfs has it, /bin/proxylock caps runs, its output between markers
+ * (run-vm.sh checks it says uclamp: yes).
  */
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/wait.h>
 #include <termios.h>
 
 #include "actor.h"
@@ -155,6 +158,21 @@ int main(void)
 	srunner_run_all(sr, CK_VERBOSE);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (access("/bin/proxylock", X_OK) == 0) {
+		pid_t pid;
+		int status = -1;
+
+		printf("PROXYLOCK-VM: CAPS BEGIN\n");
+		fflush(stdout);
+		if ((pid = fork()) == 0) {
+			execl("/bin/proxylock", "proxylock", "caps", (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		printf("PROXYLOCK-VM: CAPS END status=%d\n",
+		       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
 	printf("PROXYLOCK-VM: DONE failed=%d\n", failed);
 	fflush(stdout);
 	if (getpid() == 1) {

@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxylock - run a program under the interposer, and say what this
+ * kernel and these privileges let the library lend.  See proxylock(1).
+ *
+ *   proxylock run [--stats[=FILE]] [--donate=KINDS] [--affinity=POLICY]
+ *                 [--handoff-us=N] [--] PROGRAM [ARG...]
+ *   proxylock caps
+ *
+ * run sets the documented environment variables and LD_PRELOAD, then
+ * execs PROGRAM in its own place: its PID, exit status, signals and stdio
+ * are the program's.  The interposer is found relative to this binary
+ * (PLK_PRELOAD_REL, baked in by meson: libdir as seen from bindir), or
+ * where PROXYLOCK_PRELOAD says.
+ *
+ * caps probes each kind itself, with the reason (an errno, a capability,
+ * a limit), and checks its verdict against the library's own probe,
+ * proxylock_caps(): the two must agree.
+ *
+ * Exit: run: the program's status; 2 bad usage; 125 the interposer is
+ * missing; 126 PROGRAM cannot run under it (setuid, static, not
+ * executable); 127 PROGRAM not found.  caps: 0 something can be lent,
+ * 1 nothing, 2 bad usage.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "proxylock.h"
+
+#ifndef PLK_PRELOAD_REL
+#define PLK_PRELOAD_REL "../lib/proxylock/libproxylock-preload.so"
+#endif
+#ifndef PLK_VERSION
+#define PLK_VERSION "unknown"
+#endif
+
+enum { EXIT_USAGE = 2, EXIT_OURS = 125, EXIT_CANNOT = 126, EXIT_NOTFOUND = 127 };
+
+static void usage(FILE *f)
+{
+	fputs("usage: proxylock run [--stats[=FILE.json]] [--donate=KINDS] "
+	      "[--affinity=waiters|union|node]\n"
+	      "                     [--handoff-us=N] [--] PROGRAM [ARG...]\n"
+	      "       proxylock caps\n"
+	      "       proxylock --help | --version\n"
+	      "KINDS: a comma-separated list of uclamp, affinity, nice, rt, or all, or none.\n"
+	      "See proxylock(1).\n", f);
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fputs("proxylock: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	usage(stderr);
+	return EXIT_USAGE;
+}
+
+/* --- run --------------------------------------------------------------- */
+
+static bool valid_kinds(const char *s)
+{
+	static const char *const names[] = { "uclamp", "affinity", "nice", "rt", "all", "none" };
+
+	if (!*s)
+		return false;
+	for (;;) {
+		size_t len = strcspn(s, ",");
+		bool ok = false;
+
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			ok |= strlen(names[i]) == len && strncmp(s, names[i], len) == 0;
+		if (!ok)
+			return false;
+		if (!s[len])
+			return true;
+		s += len + 1;
+	}
+}
+
+static bool valid_uint(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	return errno == 0 && *end == 0 && v <= UINT64_MAX / 1000;
+}
+
+/* The interposer: $PROXYLOCK_PRELOAD, or PLK_PRELOAD_REL from here. */
+static int find_preload(char *buf, size_t len)
+{
+	const char *env = getenv("PROXYLOCK_PRELOAD");
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (env && *env) {
+		if (snprintf(buf, len, "%s", env) >= (int)len)
+			return ENAMETOOLONG;
+	} else if (PLK_PRELOAD_REL[0] == '/') {
+		snprintf(buf, len, "%s", PLK_PRELOAD_REL);
+	} else {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0)
+			return errno;
+		self[n] = 0;
+		*strrchr(self, '/') = 0;
+		if (snprintf(buf, len, "%s/%s", self, PLK_PRELOAD_REL) >= (int)len)
+			return ENAMETOOLONG;
+	}
+	if (buf[0] != '/')
+		return EINVAL;  /* the program may chdir; and ld.so wants it whole */
+	return access(buf, R_OK) == 0 ? 0 : errno;
+}
+
+/* Where execvp would find @name: into @buf; an errno if nowhere. */
+static int resolve(const char *name, char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	int err = ENOENT;
+
+	if (strchr(name, '/')) {
+		snprintf(buf, len, "%s", name);
+		return access(buf, X_OK) == 0 ? 0 : errno;
+	}
+	if (!path)
+		path = "/bin:/usr/bin";
+	while (*path) {
+		size_t dlen = strcspn(path, ":");
+		struct stat st;
+
+		snprintf(buf, len, "%.*s%s%s", (int)dlen, path, dlen ? "/" : "./", name);
+		if (access(buf, X_OK) == 0 && stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+			return 0;
+		if (errno == EACCES)
+			err = EACCES;
+		path += dlen + (path[dlen] == ':');
+	}
+	return err;
+}
+
+/*
+ * Whether @path is an ELF file without a program interpreter (static, or
+ * static-pie): no dynamic loader will ever read LD_PRELOAD for it.  A
+ * "#!" script is judged by its interpreter, once.  Anything unreadable
+ * or not ELF is left to exec.
+ */
+static bool is_static(const char *path, int depth, char *what, size_t what_len)
+{
+	unsigned char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	uint64_t phoff;
+	unsigned phnum, phentsize, type;
+	bool has_interp = false;
+
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n >= 4 && buf[0] == '#' && buf[1] == '!' && depth == 0) {
+		char *interp = (char *)buf + 2, *end;
+
+		close(fd);
+		buf[n] = 0;
+		interp += strspn(interp, " \t");
+		end = interp + strcspn(interp, " \t\n");
+		*end = 0;
+		if (!*interp)
+			return false;
+		snprintf(what, what_len, "%s (the interpreter of %s)", interp, path);
+		return is_static(interp, 1, what, what_len);
+	}
+	if (n < 0 || (size_t)n < sizeof(Elf32_Ehdr) || memcmp(buf, ELFMAG, SELFMAG) != 0 ||
+	    buf[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? ELFDATA2LSB : ELFDATA2MSB)) {
+		close(fd);
+		return false;
+	}
+	if (buf[EI_CLASS] == ELFCLASS64 && (size_t)n >= sizeof(Elf64_Ehdr)) {
+		const Elf64_Ehdr *eh = (const void *)buf;
+
+		type = eh->e_type, phoff = eh->e_phoff, phnum = eh->e_phnum, phentsize = eh->e_phentsize;
+	} else if (buf[EI_CLASS] == ELFCLASS32) {
+		const Elf32_Ehdr *eh = (const void *)buf;
+
+		type = eh->e_type, phoff = eh->e_phoff, phnum = eh->e_phnum, phentsize = eh->e_phentsize;
+	} else {
+		close(fd);
+		return false;
+	}
+	if (type != ET_EXEC && type != ET_DYN) {
+		close(fd);
+		return false;
+	}
+	for (unsigned i = 0; i < phnum && phentsize >= sizeof(Elf32_Phdr); i++) {
+		uint32_t p_type;
+
+		if (pread(fd, &p_type, sizeof(p_type), (off_t)(phoff + (uint64_t)i * phentsize)) !=
+		    sizeof(p_type))
+			break;
+		has_interp |= p_type == PT_INTERP;
+	}
+	close(fd);
+	if (depth == 0)
+		snprintf(what, what_len, "%s", path);
+	return !has_interp;
+}
+
+/* Prepend @so to LD_PRELOAD, saying so if something was there. */
+static int set_preload(const char *so)
+{
+	const char *old = getenv("LD_PRELOAD");
+	const char *base = strrchr(so, '/') ? strrchr(so, '/') + 1 : so;
+	char *val;
+	int err;
+
+	if (old && strspn(old, " :") != strlen(old)) {
+		if (strstr(old, base)) {
+			fprintf(stderr, "proxylock: LD_PRELOAD already holds %s (\"%s\"): left as it is\n",
+			        base, old);
+			return 0;
+		}
+		fprintf(stderr, "proxylock: LD_PRELOAD already holds \"%s\": the interposer goes "
+		        "first, those after it\n", old);
+		if (asprintf(&val, "%s:%s", so, old) < 0)
+			return ENOMEM;
+		err = setenv("LD_PRELOAD", val, 1) ? errno : 0;
+		free(val);
+		return err;
+	}
+	return setenv("LD_PRELOAD", so, 1) ? errno : 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	enum { O_STATS = 1, O_DONATE, O_AFFINITY, O_HANDOFF };
+	static const struct option opts[] = {
+		{ "stats", optional_argument, NULL, O_STATS },
+		{ "donate", required_argument, NULL, O_DONATE },
+		{ "affinity", required_argument, NULL, O_AFFINITY },
+		{ "handoff-us", required_argument, NULL, O_HANDOFF },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *stats = NULL, *donate = NULL, *affinity = NULL, *handoff = NULL;
+	char so[PATH_MAX], prog[PATH_MAX], what[PATH_MAX + 64], cwd[PATH_MAX], *file = NULL;
+	struct stat st;
+	int c, err;
+
+	opterr = 0;
+	optind = 1;
+	/* "+": options end at PROGRAM; every later word is the program's. */
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_STATS:
+			if (optarg && !*optarg)
+				return bad_usage("--stats=: the file name is missing%s", "");
+			stats = optarg ? optarg : "";
+			break;
+		case O_DONATE:
+			if (!valid_kinds(optarg))
+				return bad_usage("--donate=%s: not a list of uclamp, affinity, nice, rt, "
+				                 "all, none", optarg);
+			donate = optarg;
+			break;
+		case O_AFFINITY:
+			if (strcmp(optarg, "waiters") && strcmp(optarg, "union") && strcmp(optarg, "node"))
+				return bad_usage("--affinity=%s: waiters, union or node", optarg);
+			affinity = optarg;
+			break;
+		case O_HANDOFF:
+			if (!valid_uint(optarg))
+				return bad_usage("--handoff-us=%s: a number of microseconds", optarg);
+			handoff = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return bad_usage("run: unknown option or missing value: %s", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return bad_usage("run: no program%s", "");
+
+	err = find_preload(so, sizeof(so));
+	if (err) {
+		fprintf(stderr, "proxylock: the interposer is not at %s: %s (set PROXYLOCK_PRELOAD "
+		        "to its path)\n", so, strerror(err));
+		return EXIT_OURS;
+	}
+	err = resolve(argv[optind], prog, sizeof(prog));
+	if (err) {
+		fprintf(stderr, "proxylock: %s: %s\n", argv[optind], strerror(err));
+		return err == ENOENT ? EXIT_NOTFOUND : EXIT_CANNOT;
+	}
+	if (stat(prog, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)) && S_ISREG(st.st_mode)) {
+		fprintf(stderr, "proxylock: %s is set-%s-ID: the dynamic loader ignores LD_PRELOAD for "
+		        "it, so the interposer cannot enter; not run\n", prog,
+		        st.st_mode & S_ISUID ? "user" : "group");
+		return EXIT_CANNOT;
+	}
+	if (is_static(prog, 0, what, sizeof(what))) {
+		fprintf(stderr, "proxylock: %s is statically linked (no PT_INTERP): no dynamic loader "
+		        "runs to load the interposer; not run\n", what);
+		return EXIT_CANNOT;
+	}
+
+	if (stats && *stats) {
+		/* The program may chdir before it exits: the file, whole. */
+		if (stats[0] == '/') {
+			file = strdup(stats);
+		} else if (getcwd(cwd, sizeof(cwd))) {
+			if (asprintf(&file, "%s/%s", cwd, stats) < 0)
+				file = NULL;
+		} else {
+			fprintf(stderr, "proxylock: --stats=%s: %s\n", stats, strerror(errno));
+			return EXIT_OURS;
+		}
+		if (!file || setenv("PROXYLOCK_STATS_FILE", file, 1)) {
+			perror("proxylock");
+			return EXIT_OURS;
+		}
+		free(file);
+	}
+	if ((stats && setenv("PROXYLOCK_STATS", "1", 1)) ||
+	    (donate && setenv("PROXYLOCK_DONATE", donate, 1)) ||
+	    (affinity && setenv("PROXYLOCK_AFFINITY", affinity, 1)) ||
+	    (handoff && setenv("PROXYLOCK_HANDOFF_US", handoff, 1)) || (err = set_preload(so))) {
+		fprintf(stderr, "proxylock: setting the environment: %s\n", strerror(err ? err : errno));
+		return EXIT_OURS;
+	}
+	execvp(argv[optind], argv + optind);
+	err = errno;
+	fprintf(stderr, "proxylock: %s: %s\n", argv[optind], strerror(err));
+	return err == ENOENT ? EXIT_NOTFOUND : EXIT_CANNOT;
+}
+
+/* --- caps -------------------------------------------------------------- */
+
+#define SCHED_FLAG_KEEP_ALL 0x18    /* KEEP_POLICY | KEEP_PARAMS */
+#define SCHED_FLAG_UTIL_CLAMP 0x60  /* UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
+
+struct sched_attr_v1 {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+struct verdict {
+	bool ok;
+	char why[2600];
+};
+
+static const char *errname(int err)
+{
+	switch (err) {
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case EINVAL: return "EINVAL";
+	case E2BIG: return "E2BIG";
+	case ENOSYS: return "ENOSYS";
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case ESRCH: return "ESRCH";
+	default: return strerror(err);
+	}
+}
+
+/* uclamp: re-set our own clamps, as the library does (KEEP_ALL: the
+ * policy and nice stay; the same clamps: nothing changes). */
+static void probe_uclamp(struct verdict *v)
+{
+	struct sched_attr_v1 a = { 0 };
+
+	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0) {
+		snprintf(v->why, sizeof(v->why), "sched_getattr returned %s: kernel older than 3.14",
+		         errname(errno));
+		return;
+	}
+	if (a.size < sizeof(a)) {
+		snprintf(v->why, sizeof(v->why), "kernel too old for uclamp (sched_attr is %u bytes, "
+		         "uclamp needs %zu: Linux 5.3)", a.size, sizeof(a));
+		return;
+	}
+	a.size = sizeof(a);
+	a.sched_flags = SCHED_FLAG_KEEP_ALL | SCHED_FLAG_UTIL_CLAMP;
+	if (syscall(SYS_sched_setattr, 0, &a, 0) == 0) {
+		v->ok = true;
+		snprintf(v->why, sizeof(v->why), "sched_setattr sets clamps (this thread's: min %u, "
+		         "max %u)", a.sched_util_min, a.sched_util_max);
+		return;
+	}
+	switch (errno) {
+	case EOPNOTSUPP:
+		snprintf(v->why, sizeof(v->why), "kernel built without CONFIG_UCLAMP_TASK "
+		         "(sched_setattr returned EOPNOTSUPP)");
+		break;
+	case EINVAL:
+	case E2BIG:
+		snprintf(v->why, sizeof(v->why), "kernel without uclamp flags, older than 5.3 "
+		         "(sched_setattr returned %s)", errname(errno));
+		break;
+	default:
+		snprintf(v->why, sizeof(v->why), "sched_setattr returned %s", errname(errno));
+	}
+}
+
+static bool cap_sys_nice(void)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) != 0)
+		return false;
+	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+}
+
+/* A trial on a thread of our own, which then exits: what the kernel
+ * says to the boost itself (RT group scheduling can refuse even root). */
+struct trial {
+	bool rt;
+	int err;
+};
+
+static void *trial_thread(void *arg)
+{
+	struct trial *t = arg;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	struct sched_attr_v1 a = { .size = sizeof(a) };
+
+	if (t->rt) {
+		a.sched_policy = SCHED_FIFO;
+		a.sched_priority = 1;
+	} else {
+		a.sched_policy = SCHED_OTHER;
+		a.sched_nice = getpriority(PRIO_PROCESS, 0) - 1;
+		if (a.sched_nice < -20) {
+			t->err = 0;  /* already at the top: nothing to raise, and it is there */
+			return NULL;
+		}
+	}
+	t->err = syscall(SYS_sched_setattr, tid, &a, 0) == 0 ? 0 : errno;
+	return NULL;
+}
+
+static int trial(bool rt)
+{
+	struct trial t = { rt, ENOSYS };
+	pthread_t th;
+	int err = pthread_create(&th, NULL, trial_thread, &t);
+
+	if (err)
+		return err;
+	pthread_join(th, NULL);
+	return t.err;
+}
+
+static void probe_boost(struct verdict *v, bool rt, bool cap)
+{
+	int res = rt ? RLIMIT_RTPRIO : RLIMIT_NICE;
+	const char *lim = rt ? "RLIMIT_RTPRIO" : "RLIMIT_NICE";
+	const char *what = rt ? "SCHED_FIFO priority 1" : "nice - 1";
+	const char *raise = rt ? "ulimit -r 99, prlimit --rtprio=99 --pid PID, or an 'rtprio' line "
+	                         "in /etc/security/limits.conf"
+	                       : "ulimit -e 40, prlimit --nice=40 --pid PID, or a 'nice' line in "
+	                         "/etc/security/limits.conf";
+	struct rlimit rl = { 0, 0 };
+	char limit[64];
+	int err;
+
+	getrlimit(res, &rl);
+	v->ok = cap || rl.rlim_cur > 0;
+	if (!v->ok) {
+		snprintf(v->why, sizeof(v->why), "%s needs CAP_SYS_NICE or a non-zero %s; %s is 0 and "
+		         "CAP_SYS_NICE is not in the effective set (raise it with %s)",
+		         rt ? "an RT priority" : "lowering nice", lim, lim, raise);
+		return;
+	}
+	err = trial(rt);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(limit, sizeof(limit), "%s unlimited", lim);
+	else
+		snprintf(limit, sizeof(limit), "%s %llu", lim, (unsigned long long)rl.rlim_cur);
+	snprintf(v->why, sizeof(v->why), "%s%s%s; a trial %s on a thread %s%s%s",
+	         cap ? "CAP_SYS_NICE in the effective set (" : "", limit, cap ? ")" : "", what,
+	         err ? "returned " : "succeeded", err ? errname(err) : "",
+	         err && rt ? " (RT group scheduling without runtime for this cgroup?)" : "");
+	/* The library trusts the capability and limits; a refusal at run
+	 * time is skipped and counted (eperm_skipped). */
+}
+
+/* Parse a CPU list such as "0-3,8" into @set; false if malformed. */
+static bool parse_cpulist(const char *s, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	while (*s && *s != '\n') {
+		char *end;
+		long a = strtol(s, &end, 10), b = a;
+
+		if (end == s)
+			return false;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, set);
+		s = end + (*end == ',');
+	}
+	return true;
+}
+
+static void cpulist(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		int e = c;
+
+		if (!CPU_ISSET(c, set))
+			continue;
+		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
+			e++;
+		n += (size_t)snprintf(buf + n, len > n ? len - n : 0, n ? ",%d" : "%d", c);
+		if (e > c)
+			n += (size_t)snprintf(buf + n, len > n ? len - n : 0, "-%d", e);
+		c = e;
+	}
+}
+
+/* Our CPUs: the affinity mask within the cgroup's effective cpuset. */
+static int probe_affinity(struct verdict *v)
+{
+	cpu_set_t mine, cg;
+	char line[4096], path[4200] = "", list[1024];
+	FILE *f;
+	bool have_cg = false;
+
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+		CPU_ZERO(&mine);
+	if ((f = fopen("/proc/self/cgroup", "re"))) {
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "0::", 3) == 0) {
+				line[strcspn(line, "\n")] = 0;
+				snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpuset.cpus.effective",
+				         line + 3);
+			}
+		fclose(f);
+	}
+	if (path[0] && (f = fopen(path, "re"))) {
+		have_cg = fgets(line, sizeof(line), f) && line[0] != '\n' && parse_cpulist(line, &cg);
+		fclose(f);
+	}
+	cpulist(&mine, list, sizeof(list));
+	v->ok = true;
+	if (have_cg) {
+		char cgl[1024];
+
+		cpulist(&cg, cgl, sizeof(cgl));
+		snprintf(v->why, sizeof(v->why), "always; this thread may run on CPUs %s, the cgroup's "
+		         "cpuset is %s", list, cgl);
+	} else {
+		snprintf(v->why, sizeof(v->why), "always; this thread may run on CPUs %s", list);
+	}
+	return have_cg ? CPU_COUNT(&cg) : CPU_COUNT(&mine);
+}
+
+/* /sys/devices/system/cpu/cpuN/cpu_capacity, where the kernel exports it. */
+static void print_capacities(void)
+{
+	char path[96], line[64];
+	long cap[CPU_SETSIZE];
+	int ncpu = 0, nread = 0;
+	long lo = LONG_MAX, hi = 0;
+	FILE *f;
+
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d", c);
+		if (stat(path, &st) != 0)
+			break;
+		ncpu++;
+		cap[c] = -1;
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", c);
+		if ((f = fopen(path, "re"))) {
+			if (fgets(line, sizeof(line), f)) {
+				cap[c] = strtol(line, NULL, 10);
+				nread++;
+				lo = cap[c] < lo ? cap[c] : lo;
+				hi = cap[c] > hi ? cap[c] : hi;
+			}
+			fclose(f);
+		}
+	}
+	if (nread == 0) {
+		printf("cpu capacity: not exported (no cpu_capacity under /sys/devices/system/cpu/cpu*/ "
+		       "for %d CPUs): the scheduler sees symmetric capacity\n", ncpu);
+		return;
+	}
+	printf("cpu capacity:");
+	for (int c = 0; c < ncpu; c++)
+		if (cap[c] >= 0)
+			printf(" cpu%d=%ld", c, cap[c]);
+	printf("\ncpu capacity: %s\n", lo == hi ? "symmetric (all equal)"
+	       : "asymmetric: the scheduler places tasks by capacity, and uclamp steers them");
+}
+
+static int cmd_caps(int argc, char **argv)
+{
+	static const char *const names[] = { "uclamp", "affinity", "nice", "rt" };
+	struct verdict v[4] = { 0 };
+	unsigned lib = proxylock_caps(), mine = 0;
+	bool cap = cap_sys_nice(), useful = false;
+	struct utsname u;
+	int ncpus, status = 0;
+
+	if (argc > 1) {
+		if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		return bad_usage("caps takes no arguments: %s", argv[1]);
+	}
+	uname(&u);
+	printf("kernel: %s %s %s; uid %d, euid %d\n", u.sysname, u.release, u.machine, (int)getuid(),
+	       (int)geteuid());
+	probe_uclamp(&v[0]);
+	ncpus = probe_affinity(&v[1]);
+	probe_boost(&v[2], false, cap);
+	probe_boost(&v[3], true, cap);
+	for (int k = 0; k < 4; k++) {
+		printf("%s:%*s %-3s  %s\n", names[k], (int)(8 - strlen(names[k])), "",
+		       v[k].ok ? "yes" : "no", v[k].why);
+		mine |= v[k].ok ? 1u << k : 0;
+	}
+	if (ncpus < 2)
+		printf("affinity: only %d CPU here: lending it moves nothing\n", ncpus);
+	print_capacities();
+	useful = (mine & ~PROXYLOCK_DONATE_AFFINITY) || (ncpus >= 2);
+	printf("lendable: ");
+	for (int k = 0, sep = 0; k < 4; k++)
+		if (mine & (1u << k) && (k != 1 || ncpus >= 2))
+			printf("%s%s", sep++ ? "," : "", names[k]);
+	printf("%s\n", useful ? "" : "none");
+	if (mine != lib) {
+		fprintf(stderr, "proxylock: the library's probe says 0x%x, this one 0x%x: please "
+		        "report this\n", lib, mine);
+		status = 1;
+	}
+	return status ? status : useful ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return bad_usage("a command is missing%s", "");
+	if (strcmp(argv[1], "run") == 0)
+		return cmd_run(argc - 1, argv + 1);
+	if (strcmp(argv[1], "caps") == 0)
+		return cmd_caps(argc - 1, argv + 1);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("proxylock %s\n", PLK_VERSION);
+		return 0;
+	}
+	return bad_usage("unknown command: %s", argv[1]);
+}
