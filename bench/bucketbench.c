@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "bucketinv.h"
+#include "csvrow.h"
 #include "proxylock.h"
 #include "chain.h"
 #include "donate.h"
@@ -49,39 +50,10 @@ static long pairs = 10000;
 static bool weak_idle, partner_idle;
 static int hogs = 1;
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Print one cell: the median, min and max of @n values (sorted here). */
-static void row(const char *bench, const char *impl, int threads, long cs_ns,
-                const char *metric, double *v, int n, const char *unit)
-{
-	if (n == 0)
-		return;
-	qsort(v, (size_t)n, sizeof(*v), cmp_d);
-	printf("%s,%s,%d,%ld,%s,%.6g,%.6g,%.6g,%s\n", bench, impl, threads, cs_ns, metric,
-	       v[n / 2], v[0], v[n - 1], unit);
-	fflush(stdout);
-}
 
 /* --- 1. bucket inversion --------------------------------------------- */
 
 #define NM 7  /* metrics per run */
-
-/* The bucket really is shared: the library locks the same bucket for both. */
-static bool same_bucket(const void *a, const void *b)
-{
-	struct plk_bucket *ba = plk_waitq_lock(a), *bb;
-
-	plk_waitq_unlock(ba);
-	bb = plk_waitq_lock(b);
-	plk_waitq_unlock(bb);
-	return ba == bb;
-}
 
 /* One run; out: delay p50, p99, max (us), raw call-to-return p99 (us),
  * sched calls per contended acquisition, W's contended acquisitions/s,
@@ -124,7 +96,7 @@ static void bench_bucket_inversion(void)
 		fprintf(stderr, "bucketbench: bucket-inversion needs 2 CPUs; skipped\n");
 		return;
 	}
-	if (!binv_pick(&s, locks) || !same_bucket(s.a, s.b)) {
+	if (!binv_pick(&s, locks) || !binv_same_bucket(s.a, s.b)) {
 		fprintf(stderr, "bucketbench: no two locks in one bucket (hash copy stale?)\n");
 		exit(1);
 	}

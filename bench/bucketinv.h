@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "proxylock.h"
+#include "waitq.h"
 
 /*
  * A copy of lib/waitq.c's bucket_of(): addresses >> 2, times the 64-bit
@@ -344,6 +345,17 @@ static inline void binv_run(struct binv *s)
 	proxylock_stats_get(&s->st1);
 	for (int i = 0; i < hogs; i++)
 		pthread_join(hog[i], NULL);
+}
+
+/* Do locks @a and @b hash to the same bucket, asked of the library itself? */
+static inline bool binv_same_bucket(const void *a, const void *b)
+{
+	struct plk_bucket *ba = plk_waitq_lock(a), *bb;
+
+	plk_waitq_unlock(ba);
+	bb = plk_waitq_lock(b);
+	plk_waitq_unlock(bb);
+	return ba == bb;
 }
 
 static int binv_cmp(const void *a, const void *b)

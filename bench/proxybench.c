@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "csvrow.h"
 #include "proxylock.h"
 #include "scenario.h"
 
@@ -48,24 +49,6 @@ static uint64_t now_ns(void)
 	return scenario_clock(CLOCK_MONOTONIC);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Print one cell: the median, min and max of @n values (sorted here). */
-static void row(const char *bench, const char *impl, int threads, long cs_ns,
-                const char *metric, double *v, int n, const char *unit)
-{
-	if (n == 0)
-		return;
-	qsort(v, (size_t)n, sizeof(*v), cmp_d);
-	printf("%s,%s,%d,%ld,%s,%.6g,%.6g,%.6g,%s\n", bench, impl, threads, cs_ns, metric,
-	       v[n / 2], v[0], v[n - 1], unit);
-	fflush(stdout);
-}
 
 /* --- contenders ------------------------------------------------------ */
 

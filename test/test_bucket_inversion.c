@@ -48,16 +48,6 @@ struct pool {
 
 static struct pool base_pool, active_pool, split_pool;
 
-static bool same_bucket(const void *a, const void *b)
-{
-	struct plk_bucket *ba = plk_waitq_lock(a), *bb;
-
-	plk_waitq_unlock(ba);
-	bb = plk_waitq_lock(b);
-	plk_waitq_unlock(bb);
-	return ba == bb;
-}
-
 /* One round into @p; W (nice 19) and P run if @active, on lock C of
  * another bucket if @split (the control: the same load, no shared bucket). */
 static void run_round(bool active, bool split, struct pool *p)
@@ -86,8 +76,8 @@ START_TEST(a_weak_thread_preempted_in_the_slow_path_does_not_stall_its_buckets_o
 
 	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
 	ck_assert(binv_pick(&s, locks));
-	ck_assert_msg(same_bucket(s.a, s.b), "bucketinv.h's copy of bucket_of() is stale");
-	ck_assert(!same_bucket(s.a, s.c));
+	ck_assert_msg(binv_same_bucket(s.a, s.b), "bucketinv.h's copy of bucket_of() is stale");
+	ck_assert(!binv_same_bucket(s.a, s.c));
 	for (int r = 0; r < ROUNDS; r++) {  /* interleaved: noise hits both alike */
 		run_round(false, false, &base_pool);
 		run_round(true, false, &active_pool);
