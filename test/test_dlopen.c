@@ -168,10 +168,21 @@ START_TEST(the_library_survives_dlclose_after_contention_with_threads_outliving_
 		cur_step = "contended lock";
 		ck_assert_int_eq(pthread_create(&ta, NULL, hammer, &a), 0);
 		ck_assert_int_eq(pthread_create(&tb, NULL, hammer, &b), 0);
-		/* Held while they start: both must queue and sleep at least once. */
+		/* Held while they start: both must queue and sleep at least
+		 * once, however long a loaded machine takes to run them. */
+		api.stats(&st);
 		ck_assert_int_eq(api.lock(&loop_m), 0);
 		__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
-		usleep(5000);
+		{
+			uint64_t sleeps0 = st.sleeps;
+
+			for (int w = 0; w < 30000; w++) {
+				api.stats(&st);
+				if (st.sleeps >= sleeps0 + 2)
+					break;
+				usleep(1000);
+			}
+		}
 		ck_assert_int_eq(api.unlock(&loop_m), 0);
 		pthread_join(ta, NULL);
 		ck_assert(eventually(__atomic_load_n(&b.done, __ATOMIC_ACQUIRE), 30000));
