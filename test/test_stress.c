@@ -17,7 +17,8 @@
  * lock(L) since t"; a watchdog thread samples each lock's owner
  * (proxylock_mutex_owner) every millisecond and fails the test when a
  * thread has been in lock(L) for longer than the threshold while L was
- * seen free at every sample over that window.  The threshold is 100 ms,
+ * seen free at every sample over that window, and it is asleep (a woken
+ * thread the scheduler has not run yet is runnable).  The threshold is 100 ms,
  * five of the library's first liveness slices (20 ms), times
  * PLK_STRESS_SLACK (default 1; x20 under PROXYLOCK_TEST_UNDER_VALGRIND=1).
  *
@@ -589,6 +590,10 @@ static void *watchdog(void *arg)
 			i = (int)(b & 0xff) - 1;
 			since = (b >> 8) * 1000;
 			if (now < since || now - since <= threshold_ns || now - last_held[i] <= threshold_ns)
+				continue;
+			/* A waiter that was woken but is not being run (a loaded
+			 * machine) is runnable, not asleep: not a lost wake-up. */
+			if (!thread_sleeping(slots[k].tid))
 				continue;
 			stress_fail("watchdog: %s (tid %d) has been blocked in a lock call on lock %d for "
 			     "%llu ms, and lock %d was free at every sample for the last %llu ms: "
