@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * biglittle.c - utilization inversion on a big.LITTLE machine, where the
+ * scheduler places a task by its clamped utilization (issue 14, the seed's
+ * scenario).  Made for the emulated big.LITTLE arm64 guest
+ * (test/arm64/run-arm64.sh biglittle); runs on any machine whose
+ * /sys/devices/system/cpu/cpuN/cpu_capacity differ.
+ *
+ *   - a hog pinned to each little CPU (TCG runs every CPU at one speed:
+ *     the hogs make "little" slow for real);
+ *   - a small task (nice 19, uclamp_max 300, uclamp_min 0) that may run
+ *     on every CPU but starts each round on a little one, holding a lock
+ *     for BIGLITTLE_CS_US (default 2000) us of CPU; its uclamp_max keeps
+ *     it little (it never becomes a misfit), unless a waiter lends it more;
+ *   - a big task (uclamp_min = uclamp_max = 1024) pinned to a big CPU,
+ *     taking the lock every millisecond.
+ *
+ * Between critical sections the small task goes back to its little CPU
+ * (pins itself there, then lets go of the pin: no sleep, so no wake-up
+ * placement): without energy-aware scheduling (no energy model in the
+ * guest) nothing else would move a task down again, and every critical
+ * section must start where the clamp keeps the small task.  While the big
+ * task waits, donation lends its clamps: uclamp_min 1024 makes the holder
+ * a misfit on a little CPU, and the scheduler moves it to a big one.
+ *
+ * One mode per process: the library's PROXYLOCK_DONATE decides what is
+ * lent (none, uclamp, all).  Built twice: linked with libproxylock, and as
+ * biglittle-pthread, plain pthread calls, a proxylock only under the
+ * LD_PRELOAD interposer.  Prints one line:
+ *   BIGLITTLE impl=... donate=... wait_p50_us= wait_p99_us= wait_max_us=
+ *     cs_wall_p50_us= cs_wall_p99_us= cs_big_pct= waits= cs=
+ * cs_big_pct: the share of sched_getcpu() samples, taken all through the
+ * critical sections, that were on a big CPU.
+ *
+ *   usage: biglittle [seconds]        (default 3)
+ */
+#include "proxylock.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CPUS 64
+#define MAX_SAMPLES 20000
+
+#ifdef BIGLITTLE_PTHREAD
+static pthread_mutex_t lock;
+#define LOCK() pthread_mutex_lock(&lock)
+#define UNLOCK() pthread_mutex_unlock(&lock)
+
+/* The library's calls if the interposer is loaded (it exports them). */
+static unsigned kinds_if_loaded(const char *name)
+{
+	unsigned (*f)(void);
+	void *p = dlsym(RTLD_DEFAULT, name);
+
+	memcpy(&f, &p, sizeof(p));
+	return p ? f() : 0;
+}
+#define proxylock_donate_kinds() kinds_if_loaded("proxylock_donate_kinds")
+#define IMPL (dlsym(RTLD_DEFAULT, "proxylock_caps") ? "preload" : "glibc")
+#else
+static proxylock_mutex_t lock;
+#define LOCK() proxylock_mutex_lock(&lock)
+#define UNLOCK() proxylock_mutex_unlock(&lock)
+#define IMPL "proxylock"
+#endif
+
+static int ncpus, big[MAX_CPUS], nbig, little[MAX_CPUS], nlittle;
+static bool is_big[MAX_CPUS];
+static int stop;
+static long cs_cpu_ns = 2000000;
+
+static int nwaits, ncs;
+static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
+static uint64_t samples_big, samples_all;
+
+struct attr {
+	uint32_t size, sched_policy;
+	uint64_t sched_flags;
+	int32_t sched_nice;
+	uint32_t sched_priority;
+	uint64_t sched_runtime, sched_deadline, sched_period;
+	uint32_t sched_util_min, sched_util_max;
+};
+
+static uint64_t clk(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool running(void)
+{
+	return !__atomic_load_n(&stop, __ATOMIC_RELAXED);
+}
+
+static void pin(const int *cpus, int n)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; i < n; i++)
+		CPU_SET(cpus[i], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) != 0)
+		perror("sched_setaffinity");
+}
+
+static void context(int nice, int umin, int umax)
+{
+	struct attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = nice,
+	                  .sched_flags = 0x60,  /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
+	                  .sched_util_min = (uint32_t)umin, .sched_util_max = (uint32_t)umax };
+
+	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+		perror("sched_setattr");
+}
+
+static void *hog(void *p)
+{
+	int cpu = (int)(intptr_t)p;
+
+	pin(&cpu, 1);
+	context(0, 0, 1024);
+	while (running())
+		;
+	return NULL;
+}
+
+static void *small_task(void *p)
+{
+	int all[MAX_CPUS];
+
+	(void)p;
+	for (int i = 0; i < ncpus; i++)
+		all[i] = i;
+	context(19, 0, 300);
+	while (running()) {
+		uint64_t t0, c0, nb = 0, na = 0;
+
+		/* Home: a little CPU, then free to go anywhere. */
+		pin(&little[0], 1);
+		pin(all, ncpus);
+		LOCK();
+		t0 = clk(CLOCK_MONOTONIC);
+		c0 = clk(CLOCK_THREAD_CPUTIME_ID);
+		while (clk(CLOCK_THREAD_CPUTIME_ID) - c0 < (uint64_t)cs_cpu_ns) {
+			int cpu = sched_getcpu();
+
+			na++;
+			nb += cpu >= 0 && cpu < MAX_CPUS && is_big[cpu];
+		}
+		if (ncs < MAX_SAMPLES)
+			walls[ncs++] = clk(CLOCK_MONOTONIC) - t0;
+		samples_big += nb;
+		samples_all += na;
+		UNLOCK();
+		/* A short gap outside the lock, spinning (a sleep would let
+		 * wake-up placement choose an idle big CPU). */
+		t0 = clk(CLOCK_MONOTONIC);
+		while (clk(CLOCK_MONOTONIC) - t0 < 500000 && running())
+			;
+	}
+	return NULL;
+}
+
+static void *big_task(void *p)
+{
+	(void)p;
+	pin(&big[0], 1);
+	context(0, 1024, 1024);
+	while (running()) {
+		uint64_t t0 = clk(CLOCK_MONOTONIC);
+
+		LOCK();
+		if (nwaits < MAX_SAMPLES)
+			waits[nwaits++] = clk(CLOCK_MONOTONIC) - t0;
+		UNLOCK();
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t pct_us(uint64_t *v, int n, int p)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+	return v[(n - 1) * p / 100] / 1000;
+}
+
+/* Big CPUs: those of the highest cpu_capacity; 0 if all are equal. */
+static int read_capacities(void)
+{
+	long cap[MAX_CPUS], max = 0, min = 1L << 30;
+
+	ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpus > MAX_CPUS)
+		ncpus = MAX_CPUS;
+	for (int i = 0; i < ncpus; i++) {
+		char path[96];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/cpu_capacity", i);
+		f = fopen(path, "r");
+		if (!f || fscanf(f, "%ld", &cap[i]) != 1)
+			cap[i] = 1024;
+		if (f)
+			fclose(f);
+		max = cap[i] > max ? cap[i] : max;
+		min = cap[i] < min ? cap[i] : min;
+	}
+	for (int i = 0; i < ncpus; i++) {
+		is_big[i] = cap[i] == max;
+		if (is_big[i])
+			big[nbig++] = i;
+		else
+			little[nlittle++] = i;
+	}
+	return max != min;
+}
+
+int main(int argc, char **argv)
+{
+	int secs = argc > 1 ? atoi(argv[1]) : 3;
+	pthread_t hogs[MAX_CPUS], small, bigt;
+	const char *env = getenv("BIGLITTLE_CS_US");
+	char kinds[64];
+	unsigned k;
+
+	if (env)
+		cs_cpu_ns = atol(env) * 1000;
+	if (!read_capacities()) {
+		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
+		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
+		return 2;
+	}
+#ifdef BIGLITTLE_PTHREAD
+	pthread_mutex_init(&lock, NULL);  /* a proxylock under the interposer */
+#else
+	proxylock_mutex_init(&lock, NULL);  /* donates what PROXYLOCK_DONATE allows */
+#endif
+	for (int i = 0; i < nlittle; i++)
+		pthread_create(&hogs[i], NULL, hog, (void *)(intptr_t)little[i]);
+	usleep(50000);  /* let the hogs own the little CPUs */
+	pthread_create(&small, NULL, small_task, NULL);
+	pthread_create(&bigt, NULL, big_task, NULL);
+	usleep((useconds_t)secs * 1000000);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	pthread_join(bigt, NULL);
+	pthread_join(small, NULL);
+	for (int i = 0; i < nlittle; i++)
+		pthread_join(hogs[i], NULL);
+
+	k = proxylock_donate_kinds();
+	snprintf(kinds, sizeof(kinds), "%s%s%s%s", k & PROXYLOCK_DONATE_UCLAMP ? ",uclamp" : "",
+	         k & PROXYLOCK_DONATE_AFFINITY ? ",affinity" : "",
+	         k & PROXYLOCK_DONATE_NICE ? ",nice" : "", k & PROXYLOCK_DONATE_RT ? ",rt" : "");
+	printf("BIGLITTLE impl=%s donate=%s wait_p50_us=%llu wait_p99_us=%llu wait_max_us=%llu"
+	       " cs_wall_p50_us=%llu cs_wall_p99_us=%llu cs_big_pct=%.1f waits=%d cs=%d\n",
+	       IMPL, k ? kinds + 1 : "none",
+	       (unsigned long long)pct_us(waits, nwaits, 50),
+	       (unsigned long long)pct_us(waits, nwaits, 99),
+	       (unsigned long long)pct_us(waits, nwaits, 100),
+	       (unsigned long long)pct_us(walls, ncs, 50), (unsigned long long)pct_us(walls, ncs, 99),
+	       samples_all ? 100.0 * (double)samples_big / (double)samples_all : 0.0, nwaits, ncs);
+	return 0;
+}
