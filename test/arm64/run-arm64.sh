@@ -59,7 +59,9 @@ mkdir -p "$root/proc" "$root/sys" "$root/dev" "$root/tmp" "$root/lib/aarch64-lin
 	"$root/b/lib" "$root/b/test" "$root/b/examples"
 mknod "$root/dev/console" c 5 1 2>/dev/null || skip "cannot mknod /dev/console for the initramfs (needs root)"
 cp "$xb/test/arm64/guest-init" "$root/init"
-cp -P "$xb"/lib/libproxylock.so* "$xb/lib/libproxylock-preload.so" "$root/b/lib/"
+for f in "$xb"/lib/libproxylock.so* "$xb/lib/libproxylock-preload.so"; do
+	[ -d "$f" ] || cp -P "$f" "$root/b/lib/"
+done
 tests="mutex cond donate robust hardening registry preload"
 if [ "$mode" = unit ]; then
 	for t in $tests; do cp "$xb/test/test_$t" "$root/b/test/"; done
@@ -111,6 +113,7 @@ else
 	limit=${PLK_ARM64_TIMEOUT:-$(( lim * 5 + 300 ))}
 fi
 (cd "$root" && find . | cpio -H newc -o --quiet | gzip -1) > "$work/init.cpio.gz"
+[ -n "${PLK_ARM64_DEBUG:-}" ] && (cd "$root" && find . -type f -o -type l -o -type c | sort && cat tests) >&2
 
 log=$xb/serial-$mode.log
 t1=$(date +%s)
