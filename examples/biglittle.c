@@ -10,7 +10,9 @@
  *     the hogs make "little" slow for real);
  *   - a small task (nice 19, uclamp_max 300, uclamp_min 0) that may run
  *     on every CPU but starts each round on a little one, holding a lock
- *     for BIGLITTLE_CS_US (default 2000) us of CPU; its uclamp_max keeps
+ *     for BIGLITTLE_CS_US (default 2000) us of work (as measured on an
+ *     idle big CPU at start: a fixed amount of work, not of CPU time,
+ *     which TCG on a busy host charges with stolen time); its uclamp_max keeps
  *     it little (it never becomes a misfit), unless a waiter lends it more;
  *   - a big task (uclamp_min = uclamp_max = 1024) pinned to a big CPU,
  *     taking the lock every millisecond.
@@ -77,11 +79,24 @@ static proxylock_mutex_t lock;
 static int ncpus, big[MAX_CPUS], nbig, little[MAX_CPUS], nlittle;
 static bool is_big[MAX_CPUS];
 static int stop;
-static long cs_cpu_ns = 2000000;
+static long cs_us = 2000;       /* the critical section's work, in us on an idle big CPU */
+static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
 
 static int nwaits, ncs;
 static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
-static uint64_t samples_big, samples_all;
+static uint64_t samples_big, samples_all, samples_cpu[MAX_CPUS];
+
+/* One unit of CPU-bound work, ending in a sample of where it ran. */
+static int work_unit(void)
+{
+	static volatile uint64_t sink;
+	uint64_t x = sink;
+
+	for (int k = 0; k < 256; k++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+	return sched_getcpu();
+}
 
 struct attr {
 	uint32_t size, sched_policy;
@@ -146,19 +161,23 @@ static void *small_task(void *p)
 		all[i] = i;
 	context(19, 0, 300);
 	while (running()) {
-		uint64_t t0, c0, nb = 0, na = 0;
+		uint64_t t0, nb = 0, na = 0, units = units_per_ms * (uint64_t)cs_us / 1000;
 
 		/* Home: a little CPU, then free to go anywhere. */
 		pin(&little[0], 1);
 		pin(all, ncpus);
 		LOCK();
 		t0 = clk(CLOCK_MONOTONIC);
-		c0 = clk(CLOCK_THREAD_CPUTIME_ID);
-		while (clk(CLOCK_THREAD_CPUTIME_ID) - c0 < (uint64_t)cs_cpu_ns) {
-			int cpu = sched_getcpu();
+		/* A fixed amount of work, not of CPU time: under TCG on a busy
+		 * host a vCPU's stolen time is charged to whatever it ran. */
+		for (uint64_t u = 0; u < units; u++) {
+			int cpu = work_unit();
 
 			na++;
-			nb += cpu >= 0 && cpu < MAX_CPUS && is_big[cpu];
+			if (cpu >= 0 && cpu < MAX_CPUS) {
+				nb += is_big[cpu];
+				samples_cpu[cpu]++;
+			}
 		}
 		if (ncs < MAX_SAMPLES)
 			walls[ncs++] = clk(CLOCK_MONOTONIC) - t0;
@@ -237,6 +256,24 @@ static int read_capacities(void)
 	return max != min;
 }
 
+/* Units of work per ms on an idle big CPU (before the hogs start). */
+static void calibrate(void)
+{
+	uint64_t best = 0;
+
+	pin(&big[0], 1);
+	for (int r = 0; r < 5; r++) {
+		uint64_t n = 0, t0 = clk(CLOCK_MONOTONIC);
+
+		while (clk(CLOCK_MONOTONIC) - t0 < 20000000) {
+			work_unit();
+			n++;
+		}
+		best = n > best ? n : best;  /* the least disturbed of five */
+	}
+	units_per_ms = best / 20 ? best / 20 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	int secs = argc > 1 ? atoi(argv[1]) : 3;
@@ -246,12 +283,13 @@ int main(int argc, char **argv)
 	unsigned k;
 
 	if (env)
-		cs_cpu_ns = atol(env) * 1000;
+		cs_us = atol(env);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
 		return 2;
 	}
+	calibrate();
 #ifdef BIGLITTLE_PTHREAD
 	pthread_mutex_init(&lock, NULL);  /* a proxylock under the interposer */
 #else
@@ -274,12 +312,24 @@ int main(int argc, char **argv)
 	         k & PROXYLOCK_DONATE_AFFINITY ? ",affinity" : "",
 	         k & PROXYLOCK_DONATE_NICE ? ",nice" : "", k & PROXYLOCK_DONATE_RT ? ",rt" : "");
 	printf("BIGLITTLE impl=%s donate=%s wait_p50_us=%llu wait_p99_us=%llu wait_max_us=%llu"
-	       " cs_wall_p50_us=%llu cs_wall_p99_us=%llu cs_big_pct=%.1f waits=%d cs=%d\n",
+	       " cs_wall_p50_us=%llu cs_wall_p99_us=%llu cs_big_pct=%.1f waits=%d cs=%d",
 	       IMPL, k ? kinds + 1 : "none",
 	       (unsigned long long)pct_us(waits, nwaits, 50),
 	       (unsigned long long)pct_us(waits, nwaits, 99),
 	       (unsigned long long)pct_us(waits, nwaits, 100),
 	       (unsigned long long)pct_us(walls, ncs, 50), (unsigned long long)pct_us(walls, ncs, 99),
 	       samples_all ? 100.0 * (double)samples_big / (double)samples_all : 0.0, nwaits, ncs);
+	printf(" units_per_ms=%llu cpu_samples=", (unsigned long long)units_per_ms);
+	for (int i = 0; i < ncpus; i++)
+		printf("%s%llu", i ? "/" : "", (unsigned long long)samples_cpu[i]);
+#ifndef BIGLITTLE_PTHREAD
+	struct proxylock_stats st;
+
+	proxylock_stats_get(&st);
+	printf(" contended=%llu donations=%llu lent_uclamp=%llu setattr_calls=%llu",
+	       (unsigned long long)st.contended, (unsigned long long)st.donations,
+	       (unsigned long long)st.lent_uclamp, (unsigned long long)st.setattr_calls);
+#endif
+	printf("\n");
 	return 0;
 }
