@@ -81,6 +81,7 @@ static bool is_big[MAX_CPUS];
 static int stop;
 static long cs_us = 2000;       /* the critical section's work, in us on an idle big CPU */
 static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
+static int small_nice = 19, go_home = 1;
 
 static int nwaits, ncs;
 static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
@@ -141,14 +142,20 @@ static void context(int nice, int umin, int umax)
 		perror("sched_setattr");
 }
 
+static uint64_t hog_units[MAX_CPUS];
+
 static void *hog(void *p)
 {
 	int cpu = (int)(intptr_t)p;
+	uint64_t n = 0;
 
 	pin(&cpu, 1);
 	context(0, 0, 1024);
-	while (running())
-		;
+	while (running()) {
+		work_unit();
+		n++;
+	}
+	hog_units[cpu] = n;
 	return NULL;
 }
 
@@ -159,13 +166,17 @@ static void *small_task(void *p)
 	(void)p;
 	for (int i = 0; i < ncpus; i++)
 		all[i] = i;
-	context(19, 0, 300);
+	context(small_nice, 0, 300);
+	if (!go_home)
+		pin(&little[0], 1), pin(all, ncpus);
 	while (running()) {
 		uint64_t t0, nb = 0, na = 0, units = units_per_ms * (uint64_t)cs_us / 1000;
 
 		/* Home: a little CPU, then free to go anywhere. */
-		pin(&little[0], 1);
-		pin(all, ncpus);
+		if (go_home) {
+			pin(&little[0], 1);
+			pin(all, ncpus);
+		}
 		LOCK();
 		t0 = clk(CLOCK_MONOTONIC);
 		/* A fixed amount of work, not of CPU time: under TCG on a busy
@@ -284,6 +295,10 @@ int main(int argc, char **argv)
 
 	if (env)
 		cs_us = atol(env);
+	if ((env = getenv("BIGLITTLE_SMALL_NICE")))
+		small_nice = atoi(env);
+	if ((env = getenv("BIGLITTLE_HOME")))
+		go_home = atoi(env);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
@@ -319,6 +334,11 @@ int main(int argc, char **argv)
 	       (unsigned long long)pct_us(waits, nwaits, 100),
 	       (unsigned long long)pct_us(walls, ncs, 50), (unsigned long long)pct_us(walls, ncs, 99),
 	       samples_all ? 100.0 * (double)samples_big / (double)samples_all : 0.0, nwaits, ncs);
+	/* How much of a CPU each hog got (its work against an idle big CPU's). */
+	printf(" hog_pct=");
+	for (int i = 0; i < nlittle; i++)
+		printf("%s%.0f", i ? "/" : "",
+		       100.0 * (double)hog_units[little[i]] / ((double)units_per_ms * secs * 1000));
 	printf(" units_per_ms=%llu cpu_samples=", (unsigned long long)units_per_ms);
 	for (int i = 0; i < ncpus; i++)
 		printf("%s%llu", i ? "/" : "", (unsigned long long)samples_cpu[i]);

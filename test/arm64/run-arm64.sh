@@ -110,6 +110,8 @@ else
 		echo "pthread-glibc $lim /b/examples/biglittle-pthread $secs"
 		echo "pthread-preload-uclamp $lim PROXYLOCK_DONATE=uclamp $preload /b/examples/biglittle-pthread $secs"
 	} > "$root/tests"
+	# Experiments: PLK_BIGLITTLE_TESTS names a file of /tests lines instead.
+	[ -n "${PLK_BIGLITTLE_TESTS:-}" ] && cp "$PLK_BIGLITTLE_TESTS" "$root/tests"
 	limit=${PLK_ARM64_TIMEOUT:-$(( lim * 5 + 300 ))}
 fi
 (cd "$root" && find . | cpio -H newc -o --quiet | gzip -1) > "$work/init.cpio.gz"
