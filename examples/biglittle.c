@@ -7,7 +7,10 @@
  * /sys/devices/system/cpu/cpuN/cpu_capacity differ.
  *
  *   - a hog pinned to each little CPU (TCG runs every CPU at one speed:
- *     the hogs make "little" slow for real);
+ *     the hogs make "little" slow for real), capped at uclamp_max 300 as
+ *     background work is, so that energy-aware scheduling stays on (a
+ *     little CPU whose running tasks do not fit it is "overutilized",
+ *     and then the load balancer moves any task anywhere);
  *   - a small task (nice 19, uclamp_max 300, uclamp_min 0) that may run
  *     on every CPU but starts each round on a little one, holding a lock
  *     for BIGLITTLE_CS_US (default 2000) us of work (as measured on an
@@ -18,12 +21,15 @@
  *     taking the lock every millisecond.
  *
  * Between critical sections the small task goes back to its little CPU
- * (pins itself there, then lets go of the pin: no sleep, so no wake-up
- * placement): without energy-aware scheduling (no energy model in the
- * guest) nothing else would move a task down again, and every critical
- * section must start where the clamp keeps the small task.  While the big
- * task waits, donation lends its clamps: uclamp_min 1024 makes the holder
- * a misfit on a little CPU, and the scheduler moves it to a big one.
+ * (pins itself there, then lets go of the pin) and spins there for 2 ms:
+ * it never sleeps, so no wake-up placement decides, and a running task is
+ * never moved down again by the scheduler, so this stands in for the
+ * energy-aware wake-up that would put a clamped task back on a little
+ * CPU.  Every critical section thus starts where the clamp keeps the small
+ * task.  While the big task waits, donation lends it the big task's
+ * clamps: uclamp_min 1024 does not fit a little CPU, which makes the CPU
+ * overutilized and the holder a misfit, and the scheduler moves it to a
+ * big one.
  *
  * One mode per process: the library's PROXYLOCK_DONATE decides what is
  * lent (none, uclamp, all).  Built twice: linked with libproxylock, and as
@@ -81,7 +87,7 @@ static bool is_big[MAX_CPUS];
 static int stop;
 static long cs_us = 2000;       /* the critical section's work, in us on an idle big CPU */
 static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
-static int small_nice = 19, go_home = 1;
+static int small_nice = 19, go_home = 1, hog_umax = 300;
 
 static int nwaits, ncs;
 static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
@@ -150,7 +156,7 @@ static void *hog(void *p)
 	uint64_t n = 0;
 
 	pin(&cpu, 1);
-	context(0, 0, 1024);
+	context(0, 0, hog_umax);
 	while (running()) {
 		work_unit();
 		n++;
@@ -177,6 +183,13 @@ static void *small_task(void *p)
 			pin(&little[0], 1);
 			pin(all, ncpus);
 		}
+		/* A gap outside the lock, spinning on the little CPU (a sleep
+		 * would let wake-up placement choose): it also uses up the
+		 * fresh slice a migrated task is placed with, so that the
+		 * critical section starts at the little CPU's real pace. */
+		t0 = clk(CLOCK_MONOTONIC);
+		while (clk(CLOCK_MONOTONIC) - t0 < 2000000 && running())
+			;
 		LOCK();
 		t0 = clk(CLOCK_MONOTONIC);
 		/* A fixed amount of work, not of CPU time: under TCG on a busy
@@ -195,11 +208,6 @@ static void *small_task(void *p)
 		samples_big += nb;
 		samples_all += na;
 		UNLOCK();
-		/* A short gap outside the lock, spinning (a sleep would let
-		 * wake-up placement choose an idle big CPU). */
-		t0 = clk(CLOCK_MONOTONIC);
-		while (clk(CLOCK_MONOTONIC) - t0 < 500000 && running())
-			;
 	}
 	return NULL;
 }
@@ -299,6 +307,8 @@ int main(int argc, char **argv)
 		small_nice = atoi(env);
 	if ((env = getenv("BIGLITTLE_HOME")))
 		go_home = atoi(env);
+	if ((env = getenv("BIGLITTLE_HOG_UMAX")))
+		hog_umax = atoi(env);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/klog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -68,6 +69,40 @@ static void write_file(const char *path, const char *s)
 	}
 }
 
+/*
+ * Energy-aware scheduling: the cpufreq governor of CPU 0's policy, whether
+ * an energy model is registered, and whether the scheduler started EAS
+ * (toggling sched_energy_aware with sched verbose on makes it say so in
+ * the kernel log, which the console's quiet level does not show).
+ */
+static void describe_eas(void)
+{
+	char gov[64] = "none", aware[16] = "?";
+	static char klog[1 << 17];
+	struct stat st;
+	int n, eas = 0;
+
+	read_line("/sys/devices/system/cpu/cpufreq/policy0/scaling_governor", gov, sizeof(gov));
+	if (read_line("/proc/sys/kernel/sched_energy_aware", aware, sizeof(aware)) == 0) {
+		write_file("/proc/sys/kernel/sched_energy_aware", "0");
+		write_file("/proc/sys/kernel/sched_energy_aware", "1");
+	}
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, klog, sizeof(klog) - 1);
+	if (n > 0) {
+		klog[n] = 0;
+		for (char *l = strtok(klog, "\n"); l; l = strtok(NULL, "\n")) {
+			if (strstr(l, "EAS") || strstr(l, "cpufreq") || strstr(l, "energy"))
+				printf("PROXYLOCK-ARM64: klog %s\n", l);
+			if (strstr(l, "starting EAS"))
+				eas = 1;
+			if (strstr(l, "stopping EAS"))
+				eas = 0;
+		}
+	}
+	printf("PROXYLOCK-ARM64: EAS governor=%s energy_model=%d energy_aware=%s eas=%d\n", gov,
+	       stat("/sys/kernel/debug/energy_model/cpu0", &st) == 0, aware, eas);
+}
+
 /* CPUs, capacities, and SD_ASYM_CPUCAPACITY in any domain of CPU 0. */
 static void describe_machine(void)
 {
@@ -91,6 +126,7 @@ static void describe_machine(void)
 			asym = 1;
 	}
 	printf("PROXYLOCK-ARM64: BOOTED %ld cpus capacity=%s asym=%d\n", n, caps, asym);
+	describe_eas();
 	fflush(stdout);
 }
 
