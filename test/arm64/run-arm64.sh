@@ -13,7 +13,8 @@
 # The cross build lives in BUILD-DIR/arm64-cross; the guest's serial log is
 # kept there (serial-MODE.log).  Exit: 0 pass; 1 fail; 77 (meson's skip)
 # when the guest cannot be built or booted: said loudly, never a pass.
-# Knobs: PLK_BIGLITTLE_SECS (per run, default 3), PLK_BIGLITTLE_OUT (a file
+# Knobs: PLK_ARM64_TESTS (the unit suites to run, default all seven),
+# PLK_BIGLITTLE_SECS (per run, default 4), PLK_BIGLITTLE_OUT (a file
 # that receives the BIGLITTLE result lines), PLK_ARM64_TIMEOUT (seconds).
 set -u
 mode=$1
@@ -62,7 +63,7 @@ cp "$xb/test/arm64/guest-init" "$root/init"
 for f in "$xb"/lib/libproxylock.so* "$xb/lib/libproxylock-preload.so"; do
 	[ -d "$f" ] || cp -P "$f" "$root/b/lib/"
 done
-tests="mutex cond donate robust hardening registry preload"
+tests=${PLK_ARM64_TESTS:-mutex cond donate robust hardening registry preload}
 if [ "$mode" = unit ]; then
 	for t in $tests; do cp "$xb/test/test_$t" "$root/b/test/"; done
 else
@@ -89,6 +90,10 @@ while [ -n "$todo" ]; do
 done
 cp -L /lib/aarch64-linux-gnu/ld-linux-aarch64.so.1 "$root/lib/ld-linux-aarch64.so.1" ||
 	fail "no arm64 dynamic loader (libc6:arm64)"
+# glibc dlopen()s the unwinder for pthread_cancel and pthread_exit: no
+# DT_NEEDED names it.
+cp -L /lib/aarch64-linux-gnu/libgcc_s.so.1 "$root/lib/aarch64-linux-gnu/" ||
+	fail "no arm64 libgcc_s.so.1 (libgcc-s1:arm64)"
 
 # What /init runs: NAME TIMEOUT [VAR=VALUE...] PROGRAM [ARG...]
 secs=${PLK_BIGLITTLE_SECS:-4}
