@@ -11,7 +11,10 @@
 
 const struct plk_observer_ops *plk_observers;
 
-static struct { const void *lock; pid_t tid; bool robust; } dead[PLK_DEAD_ROWS];
+/* A row is claimed by fetch_add on ndead and published by its ready
+ * flag (release after the fields; the reader loads it with acquire), so a
+ * reader never sees a row filled in part, on any architecture. */
+static struct { const void *lock; pid_t tid; bool robust; bool ready; } dead[PLK_DEAD_ROWS];
 static unsigned ndead;
 
 void plk_observers_install(const struct plk_observer_ops *ops)
@@ -28,6 +31,7 @@ void plk_observe_dead_owner(const void *lock, pid_t tid, bool robust)
 		__atomic_store_n(&dead[i].lock, lock, __ATOMIC_RELAXED);
 		__atomic_store_n(&dead[i].tid, tid, __ATOMIC_RELAXED);
 		__atomic_store_n(&dead[i].robust, robust, __ATOMIC_RELAXED);
+		__atomic_store_n(&dead[i].ready, true, __ATOMIC_RELEASE);
 	}
 	if (plk_config()->stats) {
 		int cancel;
@@ -43,8 +47,9 @@ void plk_observe_dead_owner(const void *lock, pid_t tid, bool robust)
 
 bool plk_dead_log(unsigned i, const void **lock, pid_t *tid, bool *robust)
 {
-	if (i >= PLK_DEAD_ROWS || i >= __atomic_load_n(&ndead, __ATOMIC_RELAXED))
-		return false;
+	if (i >= PLK_DEAD_ROWS || i >= __atomic_load_n(&ndead, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&dead[i].ready, __ATOMIC_ACQUIRE))
+		return false;  /* none, or still being filled */
 	*lock = __atomic_load_n(&dead[i].lock, __ATOMIC_RELAXED);
 	*tid = __atomic_load_n(&dead[i].tid, __ATOMIC_RELAXED);
 	*robust = __atomic_load_n(&dead[i].robust, __ATOMIC_RELAXED);

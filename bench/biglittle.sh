@@ -1,0 +1,50 @@
+#!/bin/sh
+# bench/biglittle.sh - the inversion-biglittle rows of bench/run: the
+# big.LITTLE scenario (examples/biglittle.c) in the emulated arm64 guest
+# (test/arm64/run-arm64.sh biglittle), appended to OUT-DIR/results.csv
+# (benchmark,impl,threads,cs_ns,metric,value,unit; one run per contender,
+# so value is that run's figure) and to OUT-DIR/summary.md.
+#   usage: sh bench/biglittle.sh OUT-DIR [--quick]
+# Never builds the arm64 kernel (11+ minutes): it uses the guest only if
+# the kernel is already cached (the test suite builds it: meson test
+# --suite biglittle), otherwise it says so and adds nothing.  Not a
+# pass/fail: the bounds are the test suite's business.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+out=$(cd "$1" && pwd)
+secs=3
+[ "${2:-}" = --quick ] && secs=2
+res=$(mktemp)
+trap 'rm -f "$res"' EXIT
+echo "bench: inversion-biglittle (arm64 guest, ${secs}s per contender)" >&2
+PLK_BIGLITTLE_SECS=$secs PLK_BIGLITTLE_OUT=$res \
+	sh "$top/test/arm64/run-arm64.sh" biglittle "$top" "$top/build" --cached-only \
+	>"$out/biglittle.log" 2>&1
+rc=$?
+if [ ! -s "$res" ]; then
+	echo "bench: inversion-biglittle skipped (exit $rc): $(grep -E 'SKIPPED|FAILED' "$out/biglittle.log" | tail -1)" >&2
+	exit 0
+fi
+awk -v csv="$out/results.csv" -v md="$out/summary.md" '
+function f(key,   i, a) {
+	for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == key) return a[2] }
+	return ""
+}
+{
+	impl = f("impl"); d = f("donate")
+	name = impl == "proxylock" ? (d == "none" ? "proxylock-nodonate" : d == "uclamp" ? "proxylock-uclamp" : "proxylock") \
+	     : impl == "glibc" ? "glibc-normal" : "preload-" d
+	split("wait_p50 wait_p99 wait_max cs_wall cs_wall_p99", m, " ")
+	split("wait_p50_us wait_p99_us wait_max_us cs_wall_p50_us cs_wall_p99_us", k, " ")
+	for (i = 1; i <= 5; i++)
+		printf "inversion-biglittle,%s,2,2000000,%s,%s,us\n", name, m[i], f(k[i]) >> csv
+	printf "inversion-biglittle,%s,2,2000000,cs_on_big,%s,%%\n", name, f("cs_big_pct") >> csv
+	rows = rows sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", name, d, f("wait_p50_us"),
+		f("wait_p99_us"), f("wait_max_us"), f("cs_wall_p50_us"), f("cs_big_pct"))
+}
+END {
+	printf "\n## Inversion on an emulated big.LITTLE arm64 machine (qemu TCG; us)\n\n" >> md
+	printf "Small task nice 19, uclamp_max 300, may run anywhere; big task uclamp_min 1024 on a big CPU; hogs on the little CPUs (examples/biglittle.c).\n\n" >> md
+	printf "| impl | lent | wait p50 | wait p99 | wait max | cs wall p50 | cs on big %% |\n| --- | --- | --- | --- | --- | --- | --- |\n%s", rows >> md
+}' "$res"
+echo "bench: inversion-biglittle: $(wc -l <"$res") contenders added to results.csv" >&2

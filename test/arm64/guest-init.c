@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * guest-init.c - /init of the arm64 qemu guests (test/arm64/run-arm64.sh).
+ * Statically linked; the programs it runs are the cross build's ordinary
+ * (dynamically linked) test binaries, with the arm64 runtime libraries in
+ * the initramfs.
+ *
+ * Mounts /proc, /sys, /dev, /tmp and debugfs, says what machine it booted
+ * (CPUs, cpu_capacity, whether the scheduler domains are asymmetric), then
+ * runs each line of /tests:
+ *
+ *     NAME TIMEOUT-SECONDS [VAR=VALUE...] PROGRAM [ARG...]
+ *
+ * with one verdict line per program, an end marker, and powers off (PSCI
+ * SYSTEM_OFF ends qemu).  Lines on the console, all prefixed PROXYLOCK-ARM64:
+ *     BOOTED <n> cpus capacity=<c0>,<c1>,...  asym=<0|1>
+ *     RUN <name>
+ *     RESULT <name> PASS|FAIL|TIMEOUT rc=<status> secs=<wall>
+ *     DONE failed=<n>
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/klog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXARGS 64
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static void write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd >= 0) {
+		if (write(fd, s, strlen(s)) < 0)
+			perror(path);
+		close(fd);
+	}
+}
+
+/*
+ * Energy-aware scheduling: the cpufreq governor of CPU 0's policy, whether
+ * an energy model is registered, and whether the scheduler started EAS
+ * (toggling sched_energy_aware with sched verbose on makes it say so in
+ * the kernel log, which the console's quiet level does not show).
+ */
+static void describe_eas(void)
+{
+	char gov[64] = "none", aware[16] = "?";
+	static char klog[1 << 17];
+	struct stat st;
+	int n, eas = 0;
+
+	read_line("/sys/devices/system/cpu/cpufreq/policy0/scaling_governor", gov, sizeof(gov));
+	if (read_line("/proc/sys/kernel/sched_energy_aware", aware, sizeof(aware)) == 0) {
+		write_file("/proc/sys/kernel/sched_energy_aware", "0");
+		write_file("/proc/sys/kernel/sched_energy_aware", "1");
+	}
+	n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, klog, sizeof(klog) - 1);
+	if (n > 0) {
+		klog[n] = 0;
+		for (char *l = strtok(klog, "\n"); l; l = strtok(NULL, "\n")) {
+			if (strstr(l, "EAS") || strstr(l, "cpufreq") || strstr(l, "energy"))
+				printf("PROXYLOCK-ARM64: klog %s\n", l);
+			if (strstr(l, "starting EAS"))
+				eas = 1;
+			if (strstr(l, "stopping EAS"))
+				eas = 0;
+		}
+	}
+	printf("PROXYLOCK-ARM64: EAS governor=%s energy_model=%d energy_aware=%s eas=%d\n", gov,
+	       stat("/sys/kernel/debug/energy_model/cpu0", &st) == 0, aware, eas);
+}
+
+/* CPUs, capacities, and SD_ASYM_CPUCAPACITY in any domain of CPU 0. */
+static void describe_machine(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	char caps[256] = "", buf[64], flags[1024], path[128];
+	size_t used = 0;
+	int asym = 0;
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity", i);
+		if (read_line(path, buf, sizeof(buf)) != 0)
+			snprintf(buf, sizeof(buf), "?");
+		if (used + strlen(buf) + 2 < sizeof(caps))
+			used += (size_t)sprintf(caps + used, "%s%s", i ? "," : "", buf);
+	}
+	/* Domain flags are printed by name once verbose is set. */
+	write_file("/sys/kernel/debug/sched/verbose", "Y");
+	for (int d = 0; d < 4; d++) {
+		snprintf(path, sizeof(path), "/sys/kernel/debug/sched/domains/cpu0/domain%d/flags", d);
+		if (read_line(path, flags, sizeof(flags)) == 0 && strstr(flags, "SD_ASYM_CPUCAPACITY"))
+			asym = 1;
+	}
+	printf("PROXYLOCK-ARM64: BOOTED %ld cpus capacity=%s asym=%d\n", n, caps, asym);
+	describe_eas();
+	fflush(stdout);
+}
+
+/* Run one /tests line; returns 0 on a pass. */
+static int run_line(char *line)
+{
+	char *tok[MAXARGS + 1], *save = NULL, *name, *envp_extra[MAXARGS];
+	int ntok = 0, nenv = 0, status = 0, timed_out = 0;
+	double t0, limit;
+	pid_t pid;
+
+	for (char *t = strtok_r(line, " \t\n", &save); t && ntok < MAXARGS;
+	     t = strtok_r(NULL, " \t\n", &save))
+		tok[ntok++] = t;
+	if (ntok < 3 || tok[0][0] == '#')
+		return 0;
+	name = tok[0];
+	limit = atof(tok[1]);
+	int first = 2;
+
+	while (first < ntok && strchr(tok[first], '=') && tok[first][0] != '/')
+		envp_extra[nenv++] = tok[first++];
+	tok[ntok] = NULL;
+	printf("PROXYLOCK-ARM64: RUN %s\n", name);
+	fflush(stdout);
+	t0 = now();
+	pid = fork();
+	if (pid == 0) {
+		setpgid(0, 0);
+		for (int i = 0; i < nenv; i++)
+			putenv(envp_extra[i]);
+		execv(tok[first], &tok[first]);
+		fprintf(stderr, "exec %s: %s\n", tok[first], strerror(errno));
+		_exit(127);
+	}
+	for (;;) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (now() - t0 > limit && !timed_out) {
+			timed_out = 1;
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+		}
+		usleep(20000);
+	}
+	/* Reap the test's own leftovers (Check's forks, killed groups). */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	int pass = !timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+
+	printf("PROXYLOCK-ARM64: RESULT %s %s rc=%d secs=%.1f\n", name,
+	       timed_out ? "TIMEOUT" : pass ? "PASS" : "FAIL",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), now() - t0);
+	fflush(stdout);
+	return pass ? 0 : 1;
+}
+
+int main(void)
+{
+	char line[4096];
+	int failed = 0;
+	FILE *f;
+
+	if (getpid() == 1) {
+		mount("proc", "/proc", "proc", 0, NULL);
+		mount("sysfs", "/sys", "sysfs", 0, NULL);
+		mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+		mount("tmpfs", "/tmp", "tmpfs", 0, NULL);  /* Check's pipes */
+		mount("tmpfs", "/dev/shm", "tmpfs", 0, NULL);
+		mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+		setenv("TMPDIR", "/tmp", 1);
+		setenv("PATH", "/bin:/t", 1);
+		setenv("LD_LIBRARY_PATH", "/lib/aarch64-linux-gnu", 1);
+	}
+	describe_machine();
+	f = fopen("/tests", "r");
+	if (!f) {
+		printf("PROXYLOCK-ARM64: no /tests\n");
+		failed = 1;
+	} else {
+		while (fgets(line, sizeof(line), f))
+			failed += run_line(line);
+		fclose(f);
+	}
+	printf("PROXYLOCK-ARM64: DONE failed=%d\n", failed);
+	fflush(stdout);
+	if (getpid() == 1) {
+		/* Returning as init panics at once and may lose what is still
+		 * in the UART: drain it, then power off (PSCI SYSTEM_OFF). */
+		tcdrain(STDOUT_FILENO);
+		sync();
+		reboot(RB_POWER_OFF);
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
