@@ -15,8 +15,8 @@
  * agree later, by plk_donate_apply(), once the caller holds no internal
  * lock at all: no syscall, allocation or cancellation point ever runs
  * under one (I5).  Between the two, the work is carried in the caller's
- * deferred-apply list (plk_donate_defer), as the kernel's wake_q carries
- * wake-ups out of a spinlock.
+ * deferred-apply list (defer(), drained by chain.c's plk_lend_flush), as
+ * the kernel's wake_q carries wake-ups out of a spinlock.
  *
  * The apply token.  T.applier marks the one thread making sched calls
  * for T.  Every change of E(T) bumps T.gen under T's lock; the token is
@@ -24,9 +24,11 @@
  * holder saw T.applied_gen == T.gen there.  A thread whose bump finds
  * the token taken leaves: the holder sees the bump at its re-check and
  * applies it.  So calls for T never overlap, each installs a generation
- * no older than the one before, and no bump is left unapplied.  Lock
- * paths never wait for the token; only an application's own scheduler
- * call (plk_donate_base_set) does, with no internal lock held.
+ * no older than the one before, and no bump is left unapplied.  Lenders
+ * never wait for the token.  Those that do, always with no internal lock
+ * held: T's own unlock (I1), an application's scheduler call on T
+ * (plk_donate_base_set), T's exit (registry.c: the record is retired only
+ * with the token) and T's fork() (plk_donate_fork_prepare).
  *
  * Invariants (each record's fields are under its own lock; the entry for
  * lock L in T.held is written only under L's bucket lock):
@@ -59,9 +61,12 @@
  *      younger than PLK_BASE_TTL_NS; else it is re-read first), but
  *      before any call is made on it the holder re-reads it.  A waiter
  *      re-reads its own base before it queues, if nothing is lent to it
- *      and its token is free.  An unverified copy is never returned to
- *      the application (plk_donate_base_get).  Nothing is lent to a TID
- *      that is not a live thread of this process.
+ *      and its token is free.  A new record's copy starts unverified.  An
+ *      unverified copy is never returned to the application
+ *      (plk_donate_base_get).  Nothing is lent to a TID that is not a
+ *      live thread of this process: tgkill(pid, tid, 0) first, except for
+ *      a record its own thread adopted, which is alive while we hold its
+ *      token (its destructor takes the token before retiring it).
  *  I5  No syscall but the internal locks' own futex calls, no allocation
  *      and no cancellation point while any internal lock is held
  *      (checked by the -Dlockcheck=true build, run in CI).  Lock order:
