@@ -543,9 +543,9 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 			base_adopt(&t->base, &now, fields);
 		}
 		t->applied = now;
-		t->eff = now;
-		t->gen++;            /* lend again on top of the new base */
-		recompute(t);
+		t->eff = now;        /* E(T) changed: a new generation, as always */
+		t->gen++;
+		recompute(t);        /* and the lend again on top of the new base */
 	}
 	apply_locked(t, tid, ns);
 	return ok;
