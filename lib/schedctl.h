@@ -65,7 +65,8 @@ static inline bool plk_sched_is_rt(uint32_t policy)
 
 /**
  * plk_sched_caps - PROXYLOCK_DONATE_* kinds the kernel and the process's
- * privileges allow; probed on the first call, cached afterwards.
+ * privileges allow; probed at load (or on a first call before that),
+ * cached afterwards.
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
