@@ -237,83 +237,105 @@ START_TEST(the_first_lock_of_a_process_fits)
 }
 END_TEST
 
-/* The holder: on CPU 1 at nice 10, through the calls the interposer
- * sees; holds until told, then releases (the restore). */
-static void hold_pinned(struct run *r)
+/* A holder's or a waiter's part: its lock, and the CPU and nice it
+ * takes first (-1: none), through the calls the interposer sees. */
+struct part {
+	mutex_t *lock;
+	int cpu, nice;
+};
+
+static int take_context(const struct part *p)
 {
 	cpu_set_t one;
 
 	CPU_ZERO(&one);
-	CPU_SET(1, &one);
-	if (sched_setaffinity(0, sizeof(one), &one) || setpriority(PRIO_PROCESS, 0, 10) ||
-	    mutex_lock(&m)) {
-		r->result = errno ? errno : EINVAL;
+	if (p->cpu >= 0)
+		CPU_SET(p->cpu, &one);
+	if (p->cpu >= 0 && sched_setaffinity(0, sizeof(one), &one))
+		return errno;
+	if (p->nice >= 0 && setpriority(PRIO_PROCESS, 0, p->nice))
+		return errno;
+	return 0;
+}
+
+/* Is the caller back at @p's context?  Raw syscalls: the kernel's view. */
+static bool at_context(const struct part *p)
+{
+	cpu_set_t got, want;
+	long prio;
+
+	CPU_ZERO(&got);  /* the kernel fills its mask's size only */
+	CPU_ZERO(&want);
+	CPU_SET(p->cpu, &want);
+	prio = syscall(SYS_getpriority, PRIO_PROCESS, 0);  /* 20 - nice */
+	return syscall(SYS_sched_getaffinity, 0, sizeof(got), &got) > 0 && CPU_EQUAL(&got, &want) &&
+	       (p->nice < 0 || 20 - prio == p->nice);
+}
+
+/* Holds until told, then releases: the restore gives its context back. */
+static void hold(struct run *r)
+{
+	const struct part *p = r->arg;
+
+	if ((r->result = take_context(p)) || (r->result = mutex_lock(p->lock))) {
 		__atomic_store_n(&holding, -1, __ATOMIC_RELEASE);
 		return;
 	}
 	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
 	while (!__atomic_load_n(&release_it, __ATOMIC_ACQUIRE))
 		usleep(100);
-	r->result = mutex_unlock(&m);
+	r->result = mutex_unlock(p->lock);
+	if (!r->result && p->cpu >= 0 && !at_context(p))
+		r->result = EPROTO;  /* not restored */
 }
 
-/* The waiter: on CPU 0 at nice 0, blocks, lends, gets the lock. */
-static void wait_pinned(struct run *r)
+/* Blocks (lending, checking for a deadlock), gets the lock. */
+static void wait_for(struct run *r)
 {
-	cpu_set_t zero;
+	const struct part *p = r->arg;
 
-	CPU_ZERO(&zero);
-	CPU_SET(0, &zero);
-	r->result = sched_setaffinity(0, sizeof(zero), &zero) ? errno : 0;
-	if (!r->result && !(r->result = mutex_lock(&m)))
-		r->result = mutex_unlock(&m);
+	if (!(r->result = take_context(p)) && !(r->result = mutex_lock(p->lock)))
+		r->result = mutex_unlock(p->lock);
+}
+
+/* Holder @hp, then waiter @wp, on minimum stacks; true if the holder
+ * was seen lent @wp's CPU and (CAP_SYS_NICE: root) its nice. */
+static bool contend(const struct part *hp, const struct part *wp, const char *what)
+{
+	struct run h, w;
+	bool lent = true;
+
+	run_start(&h, hold, (void *)hp);
+	ck_assert(eventually(__atomic_load_n(&holding, __ATOMIC_ACQUIRE) != 0, 5000));
+	ck_assert_int_eq(holding, 1);
+	run_start(&w, wait_for, (void *)wp);
+	ck_assert(eventually(thread_sleeping(w.tid), 5000));
+	if (wp->cpu >= 0)
+		lent = eventually(affinity_is(h.tid, wp->cpu, -1), 5000) &&
+		       (geteuid() != 0 || eventually(kview_of(h.tid).nice == 0, 5000));
+	__atomic_store_n(&release_it, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(run_join(&w, what), 0);
+	ck_assert_msg(run_join(&h, "its holder") == 0, "holder: %s", strerror(h.result));
+	return lent;
 }
 
 START_TEST(a_contended_lock_that_lends_fits)
 {
-	struct run h, w;
-	int nice_lent, cpus_lent;
+	struct part hp = { &m, 1, 10 }, wp = { &m, 0, 0 };
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		return;  /* two CPUs to lend between */
-	run_start(&h, hold_pinned, NULL);
-	ck_assert(eventually(__atomic_load_n(&holding, __ATOMIC_ACQUIRE) != 0, 5000));
-	ck_assert_int_eq(holding, 1);
-	run_start(&w, wait_pinned, NULL);
 	/* The kernel's view: the holder got the waiter's CPU (always lent)
-	 * and, with CAP_SYS_NICE, its nice. */
-	cpus_lent = eventually(affinity_is(h.tid, 0, -1), 5000);
-	nice_lent = geteuid() != 0 || eventually(kview_of(h.tid).nice == 0, 5000);
-	__atomic_store_n(&release_it, 1, __ATOMIC_RELEASE);
-	ck_assert_int_eq(run_join(&w, "contended lock, lending"), 0);
-	ck_assert_int_eq(run_join(&h, "holder: lent to, restored"), 0);
-	ck_assert_msg(cpus_lent, "the holder was never lent the waiter's CPU");
-	ck_assert_msg(nice_lent, "the holder was never lent the waiter's nice");
+	 * and, with CAP_SYS_NICE, its nice; at unlock, its own back. */
+	ck_assert_msg(contend(&hp, &wp, "contended lock, lending"),
+	              "the holder was never lent the waiter's CPU and nice");
 }
 END_TEST
 
-static mutex_t e = MUTEX_INIT;
-
-static void hold_errorcheck(struct run *r)
-{
-	if ((r->result = mutex_lock(&e)))
-		return;
-	__atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
-	while (!__atomic_load_n(&release_it, __ATOMIC_ACQUIRE))
-		usleep(100);
-	r->result = mutex_unlock(&e);
-}
-
-/* Contended ERRORCHECK: the deadlock check walks the owner chain. */
-static void wait_errorcheck(struct run *r)
-{
-	if (!(r->result = mutex_lock(&e)))
-		r->result = mutex_unlock(&e);
-}
-
 START_TEST(a_contended_errorcheck_lock_fits)
 {
-	struct run h, w;
+	static mutex_t e;
+	struct part hp = { &e, -1, -1 }, wp = { &e, -1, -1 };
 #ifdef MINSTACK_PTHREAD
 	pthread_mutexattr_t a;
 
@@ -327,13 +349,8 @@ START_TEST(a_contended_errorcheck_lock_fits)
 	proxylock_mutexattr_settype(&a, PROXYLOCK_MUTEX_ERRORCHECK);
 	ck_assert_int_eq(proxylock_mutex_init(&e, &a), 0);
 #endif
-	run_start(&h, hold_errorcheck, NULL);
-	ck_assert(eventually(__atomic_load_n(&holding, __ATOMIC_ACQUIRE) == 1, 5000));
-	run_start(&w, wait_errorcheck, NULL);
-	ck_assert(eventually(thread_sleeping(w.tid), 5000));
-	__atomic_store_n(&release_it, 1, __ATOMIC_RELEASE);
-	ck_assert_int_eq(run_join(&w, "contended errorcheck lock"), 0);
-	ck_assert_int_eq(run_join(&h, "errorcheck holder"), 0);
+	/* The waiter's deadlock check walks the owner chain. */
+	contend(&hp, &wp, "contended errorcheck lock");
 }
 END_TEST
 
