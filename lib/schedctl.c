@@ -5,8 +5,7 @@
  * glibc 2.36 has no sched_setattr wrapper, so the syscalls are spelled
  * out with our own struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes).
  *
- * Capability probing is done once, at load (probe_at_load), or at the
- * first use before that:
+ * Capability probing is done once, at the first use:
  *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
  *    with SCHED_FLAG_KEEP_ALL.  A kernel without CONFIG_UCLAMP_TASK says
  *    EOPNOTSUPP (older ones EINVAL or E2BIG, very old ENOSYS).
@@ -15,6 +14,8 @@
  *    EPERM at run time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
+ * The cpuset and the CPUs of each NUMA node are read once too, at load
+ * (probe_at_load), or at the first use before that.
  */
 #include <errno.h>
 #include <linux/capability.h>
@@ -108,8 +109,8 @@ static bool probe_uclamp(void)
 /*
  * The probe's buffers: static, not on the stack, because the probe runs
  * on whichever thread first contends, perhaps one with PTHREAD_STACK_MIN
- * of stack (docs/design.md, "Stack budget").  Only probe_once, under
- * caps_once, touches them.
+ * of stack (docs/design.md, "Stack budget").  Only places_once_run,
+ * under places_once, touches them.
  */
 static char cgroup_line[4096];
 static char cpuset_path[sizeof(cgroup_line) + 64];
@@ -211,56 +212,74 @@ static void probe_caps(void)
 		caps |= PROXYLOCK_DONATE_NICE;
 	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
 		caps |= PROXYLOCK_DONATE_RT;
-	read_cpuset();
-	read_numa();
 	caps_cached = caps;
 }
 
-/* The probe runs once, outside every internal lock (plk_sched_probe);
- * afterwards an acquire load of caps_ready (release below) is all that
- * is needed to see its results, with no pthread_once call. */
-static bool caps_ready;
+/*
+ * Two probes, each run once, outside every internal lock
+ * (plk_sched_probe): the caps (a few syscalls, small frames) at first
+ * use, since a process may drop its privileges after load (then neither
+ * nice nor RT is lent, and a PI mutex stays the kernel's); the places
+ * (cpuset, NUMA map: files and libnuma) at load, see probe_at_load.
+ * Afterwards an acquire load of the ready flag (release below) is all
+ * that is needed to see a probe's results, with no pthread_once call.
+ */
+static bool caps_ready, places_ready;
+static pthread_once_t places_once = PTHREAD_ONCE_INIT;
 
-static void probe_once(void)
+static void caps_once_run(void)
 {
 	probe_caps();
 	__atomic_store_n(&caps_ready, true, __ATOMIC_RELEASE);
 }
 
-static void probe_wait(void)
+static void places_once_run(void)
+{
+	read_cpuset();
+	read_numa();
+	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
+}
+
+static void caps_wait(void)
 {
 	if (!__atomic_load_n(&caps_ready, __ATOMIC_ACQUIRE))
-		pthread_once(&caps_once, probe_once);
+		pthread_once(&caps_once, caps_once_run);
+}
+
+static void places_wait(void)
+{
+	if (!__atomic_load_n(&places_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&places_once, places_once_run);
 }
 
 /*
- * Probe at load, on the loading thread's stack: libnuma's lazy binding
- * alone (its first calls into libc, through the dynamic linker's
+ * The places at load, on the loading thread's stack: libnuma's lazy
+ * binding alone (its first calls into libc, through the dynamic linker's
  * resolver, which saves the vector registers) takes about 3 KiB, too
  * much for a lock call on a PTHREAD_STACK_MIN thread (the stack budget,
- * docs/design.md).  Calls before this (other libraries' constructors)
- * probe on first use, as before; the probe's own frames are small.
+ * docs/design.md).  A lock before this (from another library's
+ * constructor) reads them on first use; the probe's own frames are small.
  */
 static __attribute__((constructor)) void probe_at_load(void)
 {
-	probe_wait();
+	places_wait();
 }
 
 unsigned plk_sched_caps(void)
 {
-	probe_wait();
+	caps_wait();
 	return caps_cached;
 }
 
 const cpu_set_t *plk_sched_cpuset(void)
 {
-	probe_wait();
+	places_wait();
 	return &cpuset_allowed;
 }
 
 const struct plk_numa_map *plk_sched_numa(void)
 {
-	probe_wait();
+	places_wait();
 	return &numa_map;
 }
 
