@@ -267,6 +267,9 @@ static __attribute__((constructor)) void probe_at_load(void)
 
 unsigned plk_sched_caps(void)
 {
+	/* The places too: callers count on one call, made before their
+	 * internal locks, for every probe (plk_sched_probe). */
+	places_wait();
 	caps_wait();
 	return caps_cached;
 }

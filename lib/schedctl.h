@@ -65,7 +65,8 @@ static inline bool plk_sched_is_rt(uint32_t policy)
 
 /**
  * plk_sched_caps - PROXYLOCK_DONATE_* kinds the kernel and the process's
- * privileges allow; probed on the first call, cached afterwards.
+ * privileges allow; probed on the first call, cached afterwards.  That
+ * call also reads the cpuset and NUMA map if the load did not.
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
@@ -90,7 +91,6 @@ PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
 static inline void plk_sched_probe(void)
 {
 	(void)plk_sched_caps();
-	(void)plk_sched_cpuset();
 }
 
 #endif /* PLK_SCHEDCTL_H */
