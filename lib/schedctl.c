@@ -107,10 +107,10 @@ static bool probe_uclamp(void)
 }
 
 /*
- * The probe's buffers: static, not on the stack, because the probe runs
- * on whichever thread first contends, perhaps one with PTHREAD_STACK_MIN
- * of stack (docs/design.md, "Stack budget").  Only places_once_run,
- * under places_once, touches them.
+ * The cpuset reader's buffers: static, not on the stack, because a lock
+ * taken before our constructor ran reads the cpuset on its own thread,
+ * perhaps one with PTHREAD_STACK_MIN of stack (docs/design.md, the stack
+ * budget).  Only places_once_run, under places_once, touches them.
  */
 static char cgroup_line[4096];
 static char cpuset_path[sizeof(cgroup_line) + 64];
