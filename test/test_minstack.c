@@ -21,7 +21,9 @@
  * of the test's own first calls.
  *
  * PLK_MINSTACK_BUDGET=N runs with N bytes of budget instead (to find the
- * real need: the smallest N that passes).
+ * real need: the smallest N that passes), PLK_MINSTACK_STACK=N on
+ * threads of N bytes instead of PTHREAD_STACK_MIN (to measure a library
+ * that does not fit).
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -191,7 +193,9 @@ static void run_start_budget(struct run *r, void (*fn)(struct run *), void *arg,
 	r->arg = arg;
 	r->budget = budget;
 	need(pthread_attr_init(&a) == 0);
-	need(pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN) == 0);
+	need(pthread_attr_setstacksize(&a, getenv("PLK_MINSTACK_STACK") ?
+	                                   (size_t)atol(getenv("PLK_MINSTACK_STACK")) :
+	                                   PTHREAD_STACK_MIN) == 0);
 	need(pthread_create(&r->th, &a, trampoline, r) == 0);
 	pthread_attr_destroy(&a);
 	while (!__atomic_load_n(&r->started, __ATOMIC_ACQUIRE))
