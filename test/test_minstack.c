@@ -339,23 +339,36 @@ START_TEST(a_contended_lock_that_lends_fits)
 }
 END_TEST
 
-START_TEST(a_contended_errorcheck_lock_fits)
+/* @mx, ERRORCHECK if @errorcheck; robust if @robust, with the
+ * library's API only (the interposer leaves robust mutexes to glibc). */
+static void init_mutex(mutex_t *mx, bool errorcheck, bool robust)
 {
-	static mutex_t e;
-	struct part hp = { &e, -1, -1 }, wp = { &e, -1, -1 };
 #ifdef MINSTACK_PTHREAD
 	pthread_mutexattr_t a;
 
+	(void)robust;
 	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
-	ck_assert_int_eq(pthread_mutex_init(&e, &a), 0);
+	if (errorcheck)
+		pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+	ck_assert_int_eq(pthread_mutex_init(mx, &a), 0);
 #else
 	proxylock_mutexattr_t a;
 
 	proxylock_mutexattr_init(&a);
-	proxylock_mutexattr_settype(&a, PROXYLOCK_MUTEX_ERRORCHECK);
-	ck_assert_int_eq(proxylock_mutex_init(&e, &a), 0);
+	if (errorcheck)
+		proxylock_mutexattr_settype(&a, PROXYLOCK_MUTEX_ERRORCHECK);
+	if (robust)
+		proxylock_mutexattr_setrobust(&a, PROXYLOCK_MUTEX_ROBUST);
+	ck_assert_int_eq(proxylock_mutex_init(mx, &a), 0);
 #endif
+}
+
+START_TEST(a_contended_errorcheck_lock_fits)
+{
+	static mutex_t e;
+	struct part hp = { &e, -1, -1 }, wp = { &e, -1, -1 };
+
+	init_mutex(&e, true, false);
 	/* The waiter's deadlock check walks the owner chain. */
 	contend(&hp, &wp, "contended errorcheck lock");
 }
@@ -496,17 +509,11 @@ static void dead_owner_waiter(struct run *r)
 
 START_TEST(a_dead_owner_found_fits)
 {
-	static mutex_t d = MUTEX_INIT;
+	static mutex_t d;
 	struct run w;
 	pthread_t t;
 
-#ifndef MINSTACK_PTHREAD
-	proxylock_mutexattr_t a;
-
-	proxylock_mutexattr_init(&a);
-	proxylock_mutexattr_setrobust(&a, PROXYLOCK_MUTEX_ROBUST);
-	ck_assert_int_eq(proxylock_mutex_init(&d, &a), 0);
-#endif
+	init_mutex(&d, false, true);
 	ck_assert_int_eq(pthread_create(&t, NULL, lock_and_leave, &d), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	run_start(&w, dead_owner_waiter, &d);
