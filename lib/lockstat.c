@@ -464,17 +464,22 @@ static bool stats_path(char *buf, size_t len, const char *pattern)
 	return n > 0;
 }
 
+/* The report's file name: static, not on the stack, because exit() may
+ * be called from a thread with PTHREAD_STACK_MIN of stack (the stack
+ * budget, docs/design.md); report runs once, from atexit. */
+static char report_path[4096];
+
 static void report(void)
 {
 	const char *pattern = json_file;
-	char path[4096];
+	char *path = report_path;
 	int fd;
 
 	if (!pattern) {
 		report_table();
 		return;
 	}
-	if (!stats_path(path, sizeof(path), pattern)) {
+	if (!stats_path(path, sizeof(report_path), pattern)) {
 		dprintf(report_fd, "proxylock: PROXYLOCK_STATS_FILE is too long; the report follows here\n");
 		report_table();
 		return;

@@ -84,20 +84,20 @@ static int relock(proxylock_mutex_t *m)
 	}
 }
 
-/* One step of an owner chain: lock @m's word named @owner, a thread
- * whose record @t was, at queue-change count @seq, waiting on @on. */
+/* One step of an owner chain: a lock's word named @owner, a thread whose
+ * record @t was, at queue-change count @seq, waiting on @on (the next
+ * step's lock).  24 bytes: would_deadlock keeps PROXYLOCK_CHAIN_MAX of
+ * them on the caller's stack (the stack budget, docs/design.md). */
 struct chain_step {
-	const proxylock_mutex_t *m;
-	pid_t owner;
-	struct plk_thread *t;
 	void *on;
+	struct plk_thread *t;
+	pid_t owner;
 	uint32_t seq;
 };
 
 /* Read one step at @m; returns the next lock (NULL: the chain ends). */
 static const proxylock_mutex_t *chain_read(const proxylock_mutex_t *m, struct chain_step *s)
 {
-	s->m = m;
 	s->owner = plk_owner_tid_locked(plk_word(m));
 	s->t = s->owner ? plk_thread_find(s->owner) : NULL;
 	if (!s->t)
@@ -130,7 +130,8 @@ static bool would_deadlock(const proxylock_mutex_t *m, uint32_t self)
 		if (n == PROXYLOCK_CHAIN_MAX || !(l = chain_read(l, &steps[n])))
 			return false;
 	for (int i = 0; i < n; i++)
-		if (chain_read(steps[i].m, &again) != steps[i].on || again.owner != steps[i].owner ||
+		if (chain_read(i ? steps[i - 1].on : m, &again) != steps[i].on ||
+		    again.owner != steps[i].owner ||
 		    again.t != steps[i].t || again.seq != steps[i].seq)
 			return false;
 	/* The lock that comes back to us is still ours (a lax foreign

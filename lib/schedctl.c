@@ -5,7 +5,7 @@
  * glibc 2.36 has no sched_setattr wrapper, so the syscalls are spelled
  * out with our own struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes).
  *
- * Capability probing is done once:
+ * Capability probing is done once, at the first use:
  *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
  *    with SCHED_FLAG_KEEP_ALL.  A kernel without CONFIG_UCLAMP_TASK says
  *    EOPNOTSUPP (older ones EINVAL or E2BIG, very old ENOSYS).
@@ -14,12 +14,15 @@
  *    EPERM at run time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
+ * The cpuset and the CPUs of each NUMA node are read once too, at load
+ * (probe_at_load), or at the first use before that.
  */
 #include <errno.h>
 #include <linux/capability.h>
 #include <numa.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +106,46 @@ static bool probe_uclamp(void)
 	return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
 }
 
+/*
+ * The cpuset reader's buffers: static, not on the stack, because a lock
+ * taken before our constructor ran reads the cpuset on its own thread,
+ * perhaps one with PTHREAD_STACK_MIN of stack (docs/design.md, the stack
+ * budget).  Only places_once_run, under places_once, touches them.
+ */
+static char cgroup_line[4096];
+static char cpuset_path[sizeof(cgroup_line) + 64];
+
+static const char cgroup_root[] = "/sys/fs/cgroup";
+static const char cpuset_file[] = "/cpuset.cpus.effective";
+
+/* The v2 cgroup's cpuset file, from /proc/self/cgroup's "0::" line,
+ * into cpuset_path; false if there is none or it does not fit. */
+static bool find_cpuset_path(void)
+{
+	bool found = false;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	if (!f)
+		return false;
+	while (fgets(cgroup_line, sizeof(cgroup_line), f))
+		if (strncmp(cgroup_line, "0::", 3) == 0) {
+			const char *rel = cgroup_line + 3;
+			size_t len = strcspn(rel, "\n");
+
+			if (sizeof(cgroup_root) + len + sizeof(cpuset_file) > sizeof(cpuset_path))
+				continue;
+			memcpy(cpuset_path, cgroup_root, sizeof(cgroup_root) - 1);
+			memcpy(cpuset_path + sizeof(cgroup_root) - 1, rel, len);
+			memcpy(cpuset_path + sizeof(cgroup_root) - 1 + len, cpuset_file,
+			       sizeof(cpuset_file));
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
 static void read_cpuset(void)
 {
-	char line[4096], path[sizeof(line) + 64] = "";
 	struct bitmask *bm = NULL;
 	FILE *f;
 	int cancel;
@@ -114,22 +154,12 @@ static void read_cpuset(void)
 	 * fopen and fgets are, so a pending cancel must wait. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	CPU_ZERO(&cpuset_allowed);
-	f = fopen("/proc/self/cgroup", "re");
-	if (f) {
-		while (fgets(line, sizeof(line), f))
-			if (strncmp(line, "0::", 3) == 0) {
-				line[strcspn(line, "\n")] = 0;
-				snprintf(path, sizeof(path),
-				         "/sys/fs/cgroup%s/cpuset.cpus.effective", line + 3);
-			}
-		fclose(f);
-		f = fopen(path, "re");
-		if (f && fgets(line, sizeof(line), f) && line[0] != '\n') {
-			line[strcspn(line, "\n")] = 0;
-			bm = numa_parse_cpustring_all(line);
+	if (find_cpuset_path() && (f = fopen(cpuset_path, "re"))) {
+		if (fgets(cgroup_line, sizeof(cgroup_line), f) && cgroup_line[0] != '\n') {
+			cgroup_line[strcspn(cgroup_line, "\n")] = 0;
+			bm = numa_parse_cpustring_all(cgroup_line);
 		}
-		if (f)
-			fclose(f);
+		fclose(f);
 	}
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		if (bm ? numa_bitmask_isbitset(bm, cpu) : cpu < numa_num_configured_cpus())
@@ -182,43 +212,77 @@ static void probe_caps(void)
 		caps |= PROXYLOCK_DONATE_NICE;
 	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
 		caps |= PROXYLOCK_DONATE_RT;
-	read_cpuset();
-	read_numa();
 	caps_cached = caps;
 }
 
-/* The probe runs once, outside every internal lock (plk_sched_probe);
- * afterwards an acquire load of caps_ready (release below) is all that
- * is needed to see its results, with no pthread_once call. */
-static bool caps_ready;
+/*
+ * Two probes, each run once, outside every internal lock
+ * (plk_sched_probe): the caps (a few syscalls, small frames) at first
+ * use, since a process may drop its privileges after load (then neither
+ * nice nor RT is lent, and a PI mutex stays the kernel's); the places
+ * (cpuset, NUMA map: files and libnuma) at load, see probe_at_load.
+ * Afterwards an acquire load of the ready flag (release below) is all
+ * that is needed to see a probe's results, with no pthread_once call.
+ */
+static bool caps_ready, places_ready;
+static pthread_once_t places_once = PTHREAD_ONCE_INIT;
 
-static void probe_once(void)
+static void caps_once_run(void)
 {
 	probe_caps();
 	__atomic_store_n(&caps_ready, true, __ATOMIC_RELEASE);
 }
 
-static void probe_wait(void)
+static void places_once_run(void)
+{
+	read_cpuset();
+	read_numa();
+	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
+}
+
+static void caps_wait(void)
 {
 	if (!__atomic_load_n(&caps_ready, __ATOMIC_ACQUIRE))
-		pthread_once(&caps_once, probe_once);
+		pthread_once(&caps_once, caps_once_run);
+}
+
+static void places_wait(void)
+{
+	if (!__atomic_load_n(&places_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&places_once, places_once_run);
+}
+
+/*
+ * The places at load, on the loading thread's stack: libnuma's lazy
+ * binding alone (its first calls into libc, through the dynamic linker's
+ * resolver, which saves the vector registers) takes about 3 KiB, too
+ * much for a lock call on a PTHREAD_STACK_MIN thread (the stack budget,
+ * docs/design.md).  A lock before this (from another library's
+ * constructor) reads them on first use; the probe's own frames are small.
+ */
+static __attribute__((constructor)) void probe_at_load(void)
+{
+	places_wait();
 }
 
 unsigned plk_sched_caps(void)
 {
-	probe_wait();
+	/* The places too: callers count on one call, made before their
+	 * internal locks, for every probe (plk_sched_probe). */
+	places_wait();
+	caps_wait();
 	return caps_cached;
 }
 
 const cpu_set_t *plk_sched_cpuset(void)
 {
-	probe_wait();
+	places_wait();
 	return &cpuset_allowed;
 }
 
 const struct plk_numa_map *plk_sched_numa(void)
 {
-	probe_wait();
+	places_wait();
 	return &numa_map;
 }
 

@@ -65,19 +65,21 @@ static inline bool plk_sched_is_rt(uint32_t policy)
 
 /**
  * plk_sched_caps - PROXYLOCK_DONATE_* kinds the kernel and the process's
- * privileges allow; probed on the first call, cached afterwards.
+ * privileges allow; probed on the first call, cached afterwards.  That
+ * call also reads the cpuset and NUMA map if the load did not.
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
 /**
  * plk_sched_cpuset - the CPUs the process's cpuset lets its threads use
- * (cgroup v2 cpuset.cpus.effective, else every configured CPU); read once.
+ * (cgroup v2 cpuset.cpus.effective, else every configured CPU); read once,
+ * at load (or on a first call before that).
  */
 PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
 
 /**
  * plk_sched_numa - the CPUs of each NUMA node (lend.h), read with the
- * caps probe; nnodes 0 if libnuma knows none.
+ * cpuset; nnodes 0 if libnuma knows none.
  */
 PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
 
