@@ -182,8 +182,6 @@ static void probe_caps(void)
 		caps |= PROXYLOCK_DONATE_NICE;
 	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
 		caps |= PROXYLOCK_DONATE_RT;
-	read_cpuset();
-	read_numa();
 	caps_cached = caps;
 }
 
@@ -210,15 +208,36 @@ unsigned plk_sched_caps(void)
 	return caps_cached;
 }
 
+/* The topology (cpuset, NUMA map) is read under its own once-control,
+ * apart from the caps: it allocates (stdio, libnuma), so the interposer
+ * reads it in its constructor, while the caps, which a process may drop
+ * later, are probed when first needed, with system calls alone.  Its
+ * readers see it as the caps' do: an acquire load of topo_ready. */
+static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
+static bool topo_ready;
+
+static void topo_probe_once(void)
+{
+	read_cpuset();
+	read_numa();
+	__atomic_store_n(&topo_ready, true, __ATOMIC_RELEASE);
+}
+
+void plk_sched_probe_topology(void)
+{
+	if (!__atomic_load_n(&topo_ready, __ATOMIC_ACQUIRE))
+		pthread_once(&topo_once, topo_probe_once);
+}
+
 const cpu_set_t *plk_sched_cpuset(void)
 {
-	probe_wait();
+	plk_sched_probe_topology();
 	return &cpuset_allowed;
 }
 
 const struct plk_numa_map *plk_sched_numa(void)
 {
-	probe_wait();
+	plk_sched_probe_topology();
 	return &numa_map;
 }
 

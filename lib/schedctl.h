@@ -77,18 +77,27 @@ PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
 
 /**
  * plk_sched_numa - the CPUs of each NUMA node (lend.h), read with the
- * caps probe; nnodes 0 if libnuma knows none.
+ * cpuset by the topology probe; nnodes 0 if libnuma knows none.
  */
 PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
 
 /**
- * plk_sched_probe - run the probe behind plk_sched_caps, plk_sched_cpuset
+ * plk_sched_probe_topology - read the cpuset and the NUMA map now, once
+ * (stdio and libnuma: allocates).  The interposer calls it from its
+ * constructor, so that no interposed call takes the program's memory.
+ */
+PLK_HIDDEN void plk_sched_probe_topology(void);
+
+/**
+ * plk_sched_probe - run the probes behind plk_sched_caps, plk_sched_cpuset
  * and plk_sched_numa now: every slow path calls it before taking an
- * internal lock (the probe reads files and allocates).
+ * internal lock (the probes make system calls, and the topology's reads
+ * allocate).
  */
 static inline void plk_sched_probe(void)
 {
 	(void)plk_sched_caps();
+	plk_sched_probe_topology();
 }
 
 #endif /* PLK_SCHEDCTL_H */
