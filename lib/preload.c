@@ -27,14 +27,13 @@
  * PROXYLOCK_DONATE_RT, probed once) and stay glibc's kernel PI futexes
  * otherwise; PROXYLOCK_PI=proxy or =kernel decides for every one.
  *
- * liburcu's own mutexes and condvars stay glibc's too: the stats table
- * (lockstat.c, liburcu's one user here) enters read-side sections from
- * under our bucket and record locks, where urcu-bp may take its registry
- * lock; as a proxylock, that lock's slow path would re-enter ours there
- * (a second bucket, out of order).  They are told by the caller: a call whose
- * return address lies in liburcu's code goes to glibc.  liburcu touches
- * only its own locks and only from its own code, so each lock is served
- * by one implementation for its whole life.
+ * liburcu's own mutexes and condvars stay glibc's too, told by the
+ * caller: a call whose return address lies in liburcu's code goes to
+ * glibc.  That was for the stats table, which entered urcu-bp read-side
+ * sections from under our locks; it uses liburcu no more, so this now
+ * covers only a liburcu the program loads itself.  liburcu touches only
+ * its own locks and only from its own code, so each lock is served by
+ * one implementation for its whole life.
  *
  * Fast path.  One test, then the proxylock fast path (one CAS):
  *     plk_careful(return address) || (__kind & glibc-only bits)
