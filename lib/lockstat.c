@@ -76,7 +76,8 @@ bool plk_lockstat_on;
 /* The index: level k, once mapped, is LEVEL0_SLOTS << k row pointers. */
 static struct lockstat **levels[LEVELS];
 /* Row i is slabs[i / SLAB_ROWS][i % SLAB_ROWS]; rows_claimed counts the
- * rows handed out, rows_lost the locks not counted for want of memory. */
+ * rows handed out, rows_lost the operations not counted for want of a
+ * row (no memory, or 2M rows out). */
 static struct lockstat *slabs[SLABS];
 static unsigned long rows_claimed, rows_lost;
 /* A row this thread claimed for a lock another thread added first: never
@@ -209,7 +210,7 @@ static struct lockstat *probe_level(struct lockstat **l, unsigned long mask, uns
 /*
  * @addr's row; if it has none and @is_cond >= 0 (0: a mutex, 1: a
  * condvar), a new one.  NULL if it has none, or there is no memory for
- * one (the lock is then not counted, and rows_lost says so).
+ * one (the operation is then not counted, and rows_lost says so).
  */
 static struct lockstat *row_of(const void *addr, int is_cond)
 {
@@ -446,7 +447,8 @@ static void report_table(void)
 	say(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
 	    "%zu mutexes contended; lending %s\n", nmutex, ncond, ncontended, kinds);
 	if (lost)
-		say(report_fd, "proxylock: %lu locks not counted: no memory for their rows\n", lost);
+		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
+		    lost);
 	print_rows(top, ntop);
 	print_dead();
 }

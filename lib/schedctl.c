@@ -202,9 +202,13 @@ static void probe_wait(void)
 		pthread_once(&caps_once, probe_once);
 }
 
+/* The caps, and the topology with them: callers take "caps probed" to
+ * mean that everything plk_sched_* returns is there, and read the
+ * topology under internal locks (lend_env). */
 unsigned plk_sched_caps(void)
 {
 	probe_wait();
+	plk_sched_probe_topology();
 	return caps_cached;
 }
 

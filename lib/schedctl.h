@@ -65,7 +65,8 @@ static inline bool plk_sched_is_rt(uint32_t policy)
 
 /**
  * plk_sched_caps - PROXYLOCK_DONATE_* kinds the kernel and the process's
- * privileges allow; probed on the first call, cached afterwards.
+ * privileges allow; probed on the first call, cached afterwards.  Reads
+ * the topology too (plk_sched_probe_topology) if it is not yet read.
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
@@ -90,14 +91,13 @@ PLK_HIDDEN void plk_sched_probe_topology(void);
 
 /**
  * plk_sched_probe - run the probes behind plk_sched_caps, plk_sched_cpuset
- * and plk_sched_numa now: every slow path calls it before taking an
- * internal lock (the probes make system calls, and the topology's reads
- * allocate).
+ * and plk_sched_numa now (plk_sched_caps runs both): every slow path
+ * calls it before taking an internal lock (the probes make system calls,
+ * and the topology's reads allocate).
  */
 static inline void plk_sched_probe(void)
 {
 	(void)plk_sched_caps();
-	plk_sched_probe_topology();
 }
 
 #endif /* PLK_SCHEDCTL_H */

@@ -16,8 +16,9 @@
  *       exit-time report that wants memory (a stdio buffer, liburcu's
  *       per-thread slot, which it aborts without).
  *   exit_paths rlimit-exit   the process caps its address space before
- *       it takes any lock, then takes one and calls exit(): status 0 (the
- *       lock may go uncounted; the report says so).
+ *       it takes any lock, then takes MANY distinct ones and calls exit():
+ *       status 0; with stats on, those past the rows mapped at start go
+ *       uncounted and the report says so.
  *
  * Prints "ok MODE" when the part that decides the result has run.
  */
@@ -34,9 +35,11 @@
 
 #define WORKERS 4
 #define ROUNDS 20000
+#define MANY 1000  /* more locks than the stats' first slab has rows */
 
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t many[MANY];
 static unsigned long counter;
 static bool contended;  /* a trylock found m held: guarded by nothing, read relaxed */
 
@@ -169,8 +172,10 @@ int main(int argc, char **argv)
 		printf("ok %s\n", mode);
 		fflush(stdout);
 		no_more_memory();
-		pthread_mutex_lock(&m);
-		pthread_mutex_unlock(&m);
+		for (int i = 0; i < MANY; i++) {
+			pthread_mutex_lock(&many[i]);
+			pthread_mutex_unlock(&many[i]);
+		}
 		exit(0);
 	}
 	fprintf(stderr, "usage: exit_paths pthread-exit|fork-rlimit|rlimit-exit\n");
