@@ -4,16 +4,11 @@
  *
  * prepare first takes the forking thread's own apply token (no other
  * thread's sched calls on it are then in flight, so its record says what
- * the kernel has), then lets the observer (the interposer's statistics: with
- * PROXYLOCK_STATS on, the one user of liburcu) take urcu-bp's and
- * call_rcu's locks, then takes every bucket lock, then the registry's
- * free-list lock, so that no internal lock is held by a thread that
- * will not exist in the child, and no liburcu call runs under one (I5);
- * the parent releases them in reverse.  The order is safe because no
- * thread waits for a bucket inside an RCU read-side section, nor enters
- * one holding a bucket (observers are called with no internal lock
- * held), so the grace period call_rcu_before_fork may wait for never
- * depends on a lock we hold.  The child empties the wait queues and the
+ * the kernel has), then calls the observer's hook (with no internal lock
+ * held; the interposer's statistics need none now), then takes every
+ * bucket lock, then the registry's free-list lock, so that no internal
+ * lock is held by a thread that will not exist in the child; the parent
+ * releases them in reverse.  The child empties the wait queues and the
  * registry (every record names a parent thread) and resets the TID
  * cache; then, with every internal lock free again, it restores the
  * forking thread's base context if it was boosted.  Locks the forking

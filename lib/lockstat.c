@@ -3,37 +3,50 @@
  * lockstat.c - per-lock statistics and the PROXYLOCK_STATS=1 report.
  *
  * Off unless enabled (the interposer does so when PROXYLOCK_STATS=1):
- * then every mutex and condvar the interposer sees gets an entry in a
- * cds_lfht keyed by address, found lock-free under urcu-bp and never
- * freed (a destroyed lock's address may come back as another lock; its
- * counts simply go on, as in mutrace).  No read-side section here waits
- * for anything (liburcu's rule: fork's prepare handler holds every
- * bucket lock while it waits for a grace period): entries are allocated
- * outside it, and the donation engine's report only looks entries up.
- * Counters are relaxed atomics.  The core does not import this file: it
- * belongs to the interposer, and is the core's observer (observe.h),
- * told, with no internal lock held, which kinds a donation through a
- * lock changed in the kernel and when the process forks.  At exit the most
- * contended mutexes are printed to stderr, below a header line that
- * says the interposer was active and how many objects it saw.  They go to
- * a copy of file descriptor 2 taken when counting starts: programs such as
- * xz and GNU sort close stderr in their own exit handlers, which run
- * before ours.  With PROXYLOCK_STATS_FILE=path ("%p": the process ID) the
- * report is one JSON object written to that file instead (its fields are
- * documented in proxylock(1)).  At exit nothing is taken from malloc: the
- * table's rows sit in a fixed array, the JSON report's in an anonymous
- * mapping.
+ * then every mutex and condvar the interposer sees gets a row.  No
+ * interposed call and no part of the report takes memory from the
+ * program's allocator (an allocator whose locks are pthread mutexes,
+ * jemalloc, would come back here inside its own lock, for ever), takes a
+ * lock, or enters liburcu.  Rows are carved from slabs this file mmaps
+ * (a bump index, claimed with one fetch-and-add), never freed or moved,
+ * so a destroyed lock's address that comes back as another lock goes on
+ * counting in the same row, as in mutrace.  They are found through an
+ * index of its own: open addressing, linear probing, insert only, in
+ * levels that double in size, each mapped when first needed.  A slot
+ * goes once from empty to a row, by CAS, and never changes again, so a
+ * lookup needs no read-side section and nothing ever waits for readers.
+ * (It was a cds_lfht under urcu-bp: urcu-bp registers each thread on its
+ * first read-side section, under liburcu's registry lock, which fork's
+ * prepare handler holds, so an allocator counted from its own prefork
+ * handler deadlocked; and registration aborts when it cannot map its
+ * arena.)  Counters are relaxed atomics.  The core does not import this
+ * file: it belongs to the interposer, and is the core's observer
+ * (observe.h), told, with no internal lock held, which kinds a donation
+ * through a lock changed in the kernel.
+ *
+ * At exit the most contended mutexes are printed to stderr, below a
+ * header line that says the interposer was active and how many objects
+ * it saw.  They go to a copy of file descriptor 2 taken when counting
+ * starts: programs such as xz and GNU sort close stderr in their own exit
+ * handlers, which run before ours.  With PROXYLOCK_STATS_FILE=path ("%p":
+ * the process ID) the report is one JSON object written to that file
+ * instead (its fields are documented in proxylock(1)).  The report runs
+ * where the program may have no memory left (a fork child that set
+ * RLIMIT_AS, say), so it does not allocate: it walks the slabs' rows,
+ * each published by a flag, formats on the stack and write()s.  The JSON
+ * report's sorted array is an anonymous mapping; without it the report
+ * holds the ten most contended mutexes only, marked truncated.  Nothing
+ * it does can kill the program: under pressure it prints less.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <urcu-bp.h>
-#include <urcu/rculfhash.h>
 
 #include "config.h"
 #include "lockstat.h"
@@ -41,73 +54,214 @@
 #include "proxylock.h"
 
 #define REPORT_ROWS 10
+#define SLAB_ROWS 512      /* rows per mapping */
+#define SLABS 4096         /* at most 2M locks counted */
+#define LEVELS 16          /* index level k has LEVEL0_SLOTS << k slots */
+#define LEVEL0_SLOTS 4096
+#define PROBES 16          /* slots tried per level before the next one */
 
 struct lockstat {
 	const void *addr;
 	int is_cond;
+	int ready;              /* in the index: the report's rows (release/acquire) */
 	uint64_t uses;          /* acquisitions (mutex) or waits (condvar) */
 	uint64_t contended;
 	uint64_t wait_ns, wait_max_ns;
 	uint64_t donations;
 	uint64_t lent[4];       /* by kind: uclamp, affinity, nice, rt */
-	struct cds_lfht_node node;
 };
 
 bool plk_lockstat_on;
 
-static struct cds_lfht *table;
+/* The index: level k, once mapped, is LEVEL0_SLOTS << k row pointers. */
+static struct lockstat **levels[LEVELS];
+/* Row i is slabs[i / SLAB_ROWS][i % SLAB_ROWS]; rows_claimed counts the
+ * rows handed out, rows_lost the operations not counted for want of a
+ * row (no memory, or 2M rows out). */
+static struct lockstat *slabs[SLABS];
+static unsigned long rows_claimed, rows_lost;
+/* A row this thread claimed for a lock another thread added first: never
+ * published, so it serves this thread's next new lock. */
+static __thread struct lockstat *spare __attribute__((tls_model("initial-exec")));
 static int report_fd = 2;  /* a copy of stderr, see the top */
 /* PROXYLOCK_STATS_FILE, taken when counting starts (the program may
  * change its environment before it exits); NULL: the table on stderr. */
 static char json_file_buf[4096];
 static const char *json_file;
 
-static int addr_match(struct cds_lfht_node *node, const void *key)
-{
-	return caa_container_of(node, struct lockstat, node)->addr == key;
-}
-
+/* A 64-bit finaliser (MurmurHash3's fmix64): every bit of the address
+ * reaches the low bits the index uses, so locks laid out at a fixed
+ * stride do not share a probe sequence. */
 static unsigned long addr_hash(const void *addr)
 {
-	return (unsigned long)((uintptr_t)addr >> 3) * 0x9E3779B97F4A7C15ull;
-}
+	uint64_t x = (uintptr_t)addr;
 
-/* @addr's entry, or NULL.  Under rcu_read_lock(); entries are never freed. */
-static struct lockstat *entry_find(const void *addr)
-{
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *n;
-
-	cds_lfht_lookup(table, addr_hash(addr), addr_match, addr, &it);
-	n = cds_lfht_iter_get_node(&it);
-	return n ? caa_container_of(n, struct lockstat, node) : NULL;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return (unsigned long)x;
 }
 
 /*
- * Find or create @addr's entry; NULL if out of memory.  Not under
- * rcu_read_lock(): the allocator may take locks (and with the interposer,
- * proxylocks), which no read-side section may wait for.
+ * A zero row from the slabs, NULL if none can be had (2M rows are out,
+ * or mmap fails).  The slab pointer is stored and loaded relaxed: a slab
+ * holds only the kernel's zeroes when it is published, and a thread that
+ * sees the pointer finds the mapping (the fault handler looks it up under
+ * the mm's lock); what is written into a row afterwards is published by
+ * the index slot and by the row's ready flag.
  */
-static struct lockstat *entry_of(const void *addr, int is_cond)
+static struct lockstat *row_claim(void)
 {
-	struct cds_lfht_node *n;
-	struct lockstat *e;
+	struct lockstat *slab, *fresh, *e = spare;
+	unsigned long i;
 
-	rcu_read_lock();
-	e = entry_find(addr);
-	rcu_read_unlock();
-	if (e)
+	if (e) {
+		spare = NULL;
 		return e;
-	if (!(e = calloc(1, sizeof(*e))))
+	}
+	i = __atomic_fetch_add(&rows_claimed, 1, __ATOMIC_RELAXED);
+	if (i >= (unsigned long)SLABS * SLAB_ROWS)
 		return NULL;
-	e->addr = addr;
-	e->is_cond = is_cond;
-	rcu_read_lock();
-	n = cds_lfht_add_unique(table, addr_hash(addr), addr_match, addr, &e->node);
-	rcu_read_unlock();
-	if (n != &e->node)
-		free(e);  /* someone else added it first; never published */
-	return caa_container_of(n, struct lockstat, node);
+	slab = __atomic_load_n(&slabs[i / SLAB_ROWS], __ATOMIC_RELAXED);
+	if (!slab) {
+		fresh = mmap(NULL, SLAB_ROWS * sizeof(*fresh), PROT_READ | PROT_WRITE,
+		             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (fresh == MAP_FAILED)
+			return NULL;  /* row i stays unpublished; a later claim in its slab retries */
+		if (__atomic_compare_exchange_n(&slabs[i / SLAB_ROWS], &slab, fresh, 0,
+		                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			slab = fresh;
+		else
+			munmap(fresh, SLAB_ROWS * sizeof(*fresh));
+	}
+	return &slab[i % SLAB_ROWS];
+}
+
+/*
+ * Index level @k, mapped now if @map and it is not yet; NULL if it is
+ * not there.  Relaxed, as row_claim's slabs: a fresh level is all empty
+ * slots, the kernel's zeroes.
+ */
+static struct lockstat **level(int k, bool map)
+{
+	size_t bytes = ((size_t)LEVEL0_SLOTS << k) * sizeof(struct lockstat *);
+	struct lockstat **l = __atomic_load_n(&levels[k], __ATOMIC_RELAXED), **fresh;
+
+	if (l || !map)
+		return l;
+	fresh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (fresh == MAP_FAILED)
+		return NULL;
+	if (__atomic_compare_exchange_n(&levels[k], &l, fresh, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return fresh;
+	munmap(fresh, bytes);
+	return l;
+}
+
+/*
+ * Level @l (slot mask @mask) of the search for @addr (hash @h): its row,
+ * found or, if @is_cond >= 0, published in the first empty slot (from
+ * *@fresh, claimed here if NULL, and then taken); NULL with *@stop set if
+ * the search ends here without one (an empty slot when only finding, no
+ * memory for a row); NULL alone if PROBES slots hold other locks.
+ *
+ * Why an address has one row: slots only ever go from empty to a row,
+ * so an insert takes the first slot of the address's sequence (PROBES
+ * slots a level, level after level) that was empty, and every other
+ * thread inserting that address walks the same sequence: it finds the
+ * row there, or meets the slot empty, loses the CAS and finds the row.
+ * Acquire on the slot pairs with the CAS's release, which publishes the
+ * row's address and kind.
+ */
+static struct lockstat *probe_level(struct lockstat **l, unsigned long mask, unsigned long h,
+                                    const void *addr, int is_cond, struct lockstat **fresh,
+                                    bool *stop)
+{
+	for (unsigned long j = 0; j < PROBES; j++) {
+		struct lockstat **slot = &l[(h + j) & mask];
+		struct lockstat *r = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+		if (!r) {
+			if (is_cond < 0 || (!*fresh && !(*fresh = row_claim()))) {
+				*stop = true;
+				return NULL;
+			}
+			(*fresh)->addr = addr;
+			(*fresh)->is_cond = is_cond;
+			if (__atomic_compare_exchange_n(slot, &r, *fresh, 0, __ATOMIC_RELEASE,
+			                                __ATOMIC_ACQUIRE)) {
+				r = *fresh;
+				*fresh = NULL;
+				/* Release: the report, which finds rows by this flag
+				 * rather than through the index, then reads addr and
+				 * is_cond as written. */
+				__atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
+				return r;
+			}
+		}
+		if (r->addr == addr)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * @addr's row; if it has none and @is_cond >= 0 (0: a mutex, 1: a
+ * condvar), a new one.  NULL if it has none, or there is no memory for
+ * one (the operation is then not counted, and rows_lost says so).
+ */
+static struct lockstat *row_of(const void *addr, int is_cond)
+{
+	unsigned long h = addr_hash(addr);
+	struct lockstat *fresh = NULL, *r = NULL;
+	bool stop = false;
+
+	for (int k = 0; k < LEVELS && !r && !stop; k++) {
+		struct lockstat **l = level(k, is_cond >= 0);
+
+		if (!l)
+			break;
+		r = probe_level(l, ((unsigned long)LEVEL0_SLOTS << k) - 1, h, addr, is_cond, &fresh, &stop);
+	}
+	if (fresh)
+		spare = fresh;  /* claimed, never published: this thread's next new lock's */
+	if (!r && is_cond >= 0)
+		__atomic_fetch_add(&rows_lost, 1, __ATOMIC_RELAXED);
+	return r;
+}
+
+/*
+ * The published row after row *@i, advancing *@i; NULL at the end.  The
+ * report's walk, without RCU: rows are never freed or moved.  Rows
+ * published meanwhile may be left out.
+ */
+static struct lockstat *row_next(unsigned long *i)
+{
+	unsigned long end = __atomic_load_n(&rows_claimed, __ATOMIC_RELAXED);
+
+	if (end > (unsigned long)SLABS * SLAB_ROWS)
+		end = (unsigned long)SLABS * SLAB_ROWS;
+	while (*i < end) {
+		struct lockstat *slab = __atomic_load_n(&slabs[*i / SLAB_ROWS], __ATOMIC_RELAXED);
+		struct lockstat *e;
+
+		if (!slab) {
+			*i = (*i / SLAB_ROWS + 1) * SLAB_ROWS;  /* never mapped: none published */
+			continue;
+		}
+		e = &slab[(*i)++ % SLAB_ROWS];
+		if (__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE))  /* pairs with probe_level's */
+			return e;
+	}
+	return NULL;
+}
+
+/* A counter another thread may be adding to. */
+static unsigned long long get(const uint64_t *field)
+{
+	return __atomic_load_n(field, __ATOMIC_RELAXED);
 }
 
 static void add(uint64_t *field, uint64_t v)
@@ -119,7 +273,7 @@ void plk_lockstat_mutex(const void *m, bool contended, uint64_t wait_ns)
 {
 	struct lockstat *e;
 
-	if ((e = entry_of(m, 0))) {
+	if ((e = row_of(m, 0))) {
 		add(&e->uses, 1);
 		if (contended) {
 			uint64_t max = __atomic_load_n(&e->wait_max_ns, __ATOMIC_RELAXED);
@@ -138,7 +292,7 @@ void plk_lockstat_cond(const void *c)
 {
 	struct lockstat *e;
 
-	if ((e = entry_of(c, 1)))
+	if ((e = row_of(c, 1)))
 		add(&e->uses, 1);
 }
 
@@ -148,17 +302,53 @@ static void lockstat_lent(const void *lock, unsigned kinds)
 
 	if (!plk_lockstat_on)
 		return;
-	rcu_read_lock();
-	if ((e = entry_find(lock))) {  /* made when the lock was first taken */
+	if ((e = row_of(lock, -1))) {  /* made when the lock was first taken */
 		add(&e->donations, 1);
 		for (int k = 0; k < 4; k++)
 			if (kinds & (1u << k))
 				add(&e->lent[k], 1);
 	}
-	rcu_read_unlock();
 }
 
 /* --- the report ------------------------------------------------------ */
+
+/*
+ * printf to @fd through a buffer on the stack and write(): dprintf's
+ * FILE takes its buffer from malloc (glibc before 2.37).  A line longer
+ * than the buffer is cut; a failed write is dropped.
+ */
+static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	size_t n, off = 0;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
+	va_end(ap);
+	if (len < 0)
+		return;
+	n = (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1;
+	while (off < n) {
+		ssize_t w = write(fd, buf + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+/* @ns as milliseconds with three decimals, rounded, in integers (no
+ * floating-point formatting, which may allocate for its digits). */
+static void ms_str(char *buf, size_t len, unsigned long long ns)
+{
+	unsigned long long us = (ns + 500) / 1000;
+
+	snprintf(buf, len, "%llu.%03llu", us / 1000, us % 1000);
+}
 
 static void print_dead(void)
 {
@@ -168,17 +358,20 @@ static void print_dead(void)
 	pid_t tid;
 
 	if (n)
-		dprintf(report_fd, "proxylock: %u waiters found their mutex held by an exited thread:\n", n);
+		say(report_fd, "proxylock: %u waiters found their mutex held by an exited thread:\n", n);
 	for (unsigned i = 0; plk_dead_log(i, &lock, &tid, &robust); i++)
-		dprintf(report_fd, "proxylock:   mutex %p owner %d %s\n", lock, (int)tid,
-		        robust ? "(robust, taken over)" : "(not robust: stuck)");
+		say(report_fd, "proxylock:   mutex %p owner %d %s\n", lock, (int)tid,
+		    robust ? "(robust, taken over)" : "(not robust: stuck)");
 }
 
 static int by_contention(const struct lockstat *x, const struct lockstat *y)
 {
-	if (x->contended != y->contended)
-		return x->contended < y->contended ? 1 : -1;
-	return x->uses < y->uses ? 1 : x->uses > y->uses ? -1 : 0;
+	unsigned long long xc = get(&x->contended), yc = get(&y->contended);
+	unsigned long long xu = get(&x->uses), yu = get(&y->uses);
+
+	if (xc != yc)
+		return xc < yc ? 1 : -1;
+	return xu < yu ? 1 : xu > yu ? -1 : 0;
 }
 
 static const char *const kind_names[] = { "uclamp", "affinity", "nice", "rt" };
@@ -196,35 +389,34 @@ static void kinds_name(unsigned kinds, char *buf, size_t len)
 
 static void print_rows(struct lockstat *const *rows, size_t n)
 {
-	dprintf(report_fd, "proxylock: %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
-	        "mutex", "locked", "contended", "wait-ms", "max-wait-ms", "donations",
-	        "uclamp", "affinity", "nice", "rt");
-	for (size_t i = 0; i < n && rows[i]->contended + rows[i]->donations; i++) {
+	say(report_fd, "proxylock: %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
+	    "mutex", "locked", "contended", "wait-ms", "max-wait-ms", "donations",
+	    "uclamp", "affinity", "nice", "rt");
+	for (size_t i = 0; i < n && get(&rows[i]->contended) + get(&rows[i]->donations); i++) {
 		const struct lockstat *e = rows[i];
+		char wait[32], wait_max[32];
 
-		dprintf(report_fd, "proxylock: %-18p %12llu %12llu %12.3f %12.3f %10llu %7llu %8llu %6llu %4llu\n",
-		        e->addr, (unsigned long long)e->uses, (unsigned long long)e->contended,
-		        e->wait_ns / 1e6, e->wait_max_ns / 1e6, (unsigned long long)e->donations,
-		        (unsigned long long)e->lent[0], (unsigned long long)e->lent[1],
-		        (unsigned long long)e->lent[2], (unsigned long long)e->lent[3]);
+		ms_str(wait, sizeof(wait), get(&e->wait_ns));
+		ms_str(wait_max, sizeof(wait_max), get(&e->wait_max_ns));
+		say(report_fd, "proxylock: %-18p %12llu %12llu %12s %12s %10llu %7llu %8llu %6llu %4llu\n",
+		    e->addr, get(&e->uses), get(&e->contended), wait, wait_max, get(&e->donations),
+		    get(&e->lent[0]), get(&e->lent[1]), get(&e->lent[2]), get(&e->lent[3]));
 	}
 }
 
 /*
- * The REPORT_ROWS most contended mutexes into @top, best first (no
- * allocation at exit: a plain insertion into a fixed array); counts in
- * *@nmutex, *@ncond, *@ncontended.  The read-side section holds no wait.
+ * The REPORT_ROWS most contended mutexes into @top, best first (a plain
+ * insertion into a fixed array); counts in *@nmutex, *@ncond,
+ * *@ncontended.  A walk of the slabs: no RCU, no allocation.
  */
 static size_t collect(struct lockstat **top, size_t *nmutex, size_t *ncond, size_t *ncontended)
 {
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *n;
+	struct lockstat *e;
+	unsigned long r = 0;
 	size_t ntop = 0;
 
 	*nmutex = *ncond = *ncontended = 0;
-	rcu_read_lock();
-	for (cds_lfht_first(table, &it); (n = cds_lfht_iter_get_node(&it)); cds_lfht_next(table, &it)) {
-		struct lockstat *e = caa_container_of(n, struct lockstat, node);
+	while ((e = row_next(&r))) {
 		size_t i;
 
 		if (e->is_cond) {
@@ -232,7 +424,7 @@ static size_t collect(struct lockstat **top, size_t *nmutex, size_t *ncond, size
 			continue;
 		}
 		++*nmutex;
-		*ncontended += e->contended > 0;
+		*ncontended += get(&e->contended) > 0;
 		if (ntop == REPORT_ROWS && by_contention(e, top[ntop - 1]) >= 0)
 			continue;
 		i = ntop < REPORT_ROWS ? ntop++ : ntop - 1;
@@ -240,7 +432,6 @@ static size_t collect(struct lockstat **top, size_t *nmutex, size_t *ncond, size
 			top[i] = top[i - 1];
 		top[i] = e;
 	}
-	rcu_read_unlock();
 	return ntop;
 }
 
@@ -248,12 +439,16 @@ static void report_table(void)
 {
 	struct lockstat *top[REPORT_ROWS];
 	size_t ntop, nmutex, ncond, ncontended;
+	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
 	char kinds[64];
 
 	ntop = collect(top, &nmutex, &ncond, &ncontended);
 	kinds_name(proxylock_donate_kinds(), kinds, sizeof(kinds));
-	dprintf(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
-	        "%zu mutexes contended; lending %s\n", nmutex, ncond, ncontended, kinds);
+	say(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
+	    "%zu mutexes contended; lending %s\n", nmutex, ncond, ncontended, kinds);
+	if (lost)
+		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
+		    lost);
 	print_rows(top, ntop);
 	print_dead();
 }
@@ -291,13 +486,13 @@ static void json_kinds(int fd, unsigned kinds)
 {
 	const char *sep = "";
 
-	dprintf(fd, "[");
+	say(fd, "[");
 	for (int k = 0; k < 4; k++)
 		if (kinds & (1u << k)) {
-			dprintf(fd, "%s\"%s\"", sep, kind_names[k]);
+			say(fd, "%s\"%s\"", sep, kind_names[k]);
 			sep = ", ";
 		}
-	dprintf(fd, "]");
+	say(fd, "]");
 }
 
 static unsigned dead_count(const void *lock)
@@ -314,21 +509,18 @@ static unsigned dead_count(const void *lock)
 
 static void json_lock(int fd, const struct lockstat *e, const char *sep)
 {
-	unsigned long long u = e->uses, c = e->contended, w = e->wait_ns, wm = e->wait_max_ns,
-	                   d = e->donations;
-
-	dprintf(fd, "%s\n    {\"address\": \"%p\", \"type\": \"%s\", \"call_sites\": [], ",
-	        sep, e->addr, e->is_cond ? "condvar" : "mutex");
+	say(fd, "%s\n    {\"address\": \"%p\", \"type\": \"%s\", \"call_sites\": [], ",
+	    sep, e->addr, e->is_cond ? "condvar" : "mutex");
 	if (e->is_cond) {
-		dprintf(fd, "\"waits\": %llu}", u);
+		say(fd, "\"waits\": %llu}", get(&e->uses));
 		return;
 	}
-	dprintf(fd, "\"acquisitions\": %llu, \"contended\": %llu, \"wait_ns\": %llu, "
-	        "\"max_wait_ns\": %llu, \"donations\": %llu, \"lent\": {", u, c, w, wm, d);
+	say(fd, "\"acquisitions\": %llu, \"contended\": %llu, \"wait_ns\": %llu, "
+	    "\"max_wait_ns\": %llu, \"donations\": %llu, \"lent\": {", get(&e->uses),
+	    get(&e->contended), get(&e->wait_ns), get(&e->wait_max_ns), get(&e->donations));
 	for (int k = 0; k < 4; k++)
-		dprintf(fd, "%s\"%s\": %llu", k ? ", " : "", kind_names[k],
-		        (unsigned long long)e->lent[k]);
-	dprintf(fd, "}, \"dead_owners\": %u}", dead_count(e->addr));
+		say(fd, "%s\"%s\": %llu", k ? ", " : "", kind_names[k], get(&e->lent[k]));
+	say(fd, "}, \"dead_owners\": %u}", dead_count(e->addr));
 }
 
 /* Mutexes before condvars, each by contention: a shell sort, in place
@@ -354,33 +546,23 @@ static void sort_rows(struct lockstat **rows, size_t n)
 }
 
 /*
- * Every entry into an array mapped for the purpose (not malloc: the
- * allocator may be the program's, and stopped or torn down at exit);
- * NULL if that fails.  The read-side sections only copy pointers: what
- * is written to the file (a FIFO may block) is written outside them.
+ * Every published row into an array mapped for the purpose (not malloc:
+ * see the top), sorted; NULL if the mapping fails.
  */
 static struct lockstat **snapshot(size_t *n, size_t *bytes)
 {
-	struct cds_lfht_iter it;
-	struct cds_lfht_node *node;
-	struct lockstat **rows;
-	size_t cap = 0;
+	unsigned long cap = __atomic_load_n(&rows_claimed, __ATOMIC_RELAXED), r = 0;
+	struct lockstat **rows, *e;
 
-	rcu_read_lock();
-	for (cds_lfht_first(table, &it); cds_lfht_iter_get_node(&it); cds_lfht_next(table, &it))
-		cap++;
-	rcu_read_unlock();
-	cap += 64;  /* entries added meanwhile are left out */
-	*bytes = cap * sizeof(*rows);
+	if (cap > (unsigned long)SLABS * SLAB_ROWS)
+		cap = (unsigned long)SLABS * SLAB_ROWS;
+	*bytes = (cap + 1) * sizeof(*rows);
 	rows = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (rows == MAP_FAILED)
 		return NULL;
 	*n = 0;
-	rcu_read_lock();
-	for (cds_lfht_first(table, &it); (node = cds_lfht_iter_get_node(&it)) && *n < cap;
-	     cds_lfht_next(table, &it))
-		rows[(*n)++] = caa_container_of(node, struct lockstat, node);
-	rcu_read_unlock();
+	while (*n < cap && (e = row_next(&r)))  /* rows claimed meanwhile are left out */
+		rows[(*n)++] = e;
 	sort_rows(rows, *n);
 	return rows;
 }
@@ -390,12 +572,13 @@ static struct lockstat **snapshot(size_t *n, size_t *bytes)
  * of proxylock_stats_get(), every mutex (most contended first) and
  * condvar the interposer saw, and the dead owners found.  Should the
  * mapping fail, only the REPORT_ROWS most contended mutexes, and
- * "truncated": true.
+ * "truncated": true (as when some locks had no row).
  */
 static void report_json(int fd)
 {
 	struct lockstat *top[REPORT_ROWS], **rows;
 	size_t ntop, nmutex, ncond, ncontended, nrows = 0, bytes = 0;
+	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
 	struct proxylock_stats st;
 	const void *dlock;
 	bool drobust;
@@ -405,23 +588,23 @@ static void report_json(int fd)
 	ntop = collect(top, &nmutex, &ncond, &ncontended);
 	rows = snapshot(&nrows, &bytes);
 	proxylock_stats_get(&st);
-	dprintf(fd, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"program\": ", (int)getpid());
+	say(fd, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"program\": ", (int)getpid());
 	json_string(fd, program_invocation_name);
-	dprintf(fd, ",\n  \"lending\": ");
+	say(fd, ",\n  \"lending\": ");
 	json_kinds(fd, proxylock_donate_kinds());
-	dprintf(fd, ",\n  \"mutexes_seen\": %zu,\n  \"condvars_seen\": %zu,\n"
-	        "  \"mutexes_contended\": %zu,\n  \"truncated\": %s,\n", nmutex, ncond, ncontended,
-	        rows ? "false" : "true");
-	dprintf(fd, "  \"totals\": {\"contended\": %llu, \"sleeps\": %llu, \"handoffs\": %llu, "
-	        "\"donations\": %llu, \"restores\": %llu, \"lent\": {\"uclamp\": %llu, "
-	        "\"affinity\": %llu, \"nice\": %llu, \"rt\": %llu}, \"eperm_skipped\": %llu, "
-	        "\"dead_owners\": %llu},\n  \"locks\": [",
-	        (unsigned long long)st.contended, (unsigned long long)st.sleeps,
-	        (unsigned long long)st.handoffs, (unsigned long long)st.donations,
-	        (unsigned long long)st.restores, (unsigned long long)st.lent_uclamp,
-	        (unsigned long long)st.lent_affinity, (unsigned long long)st.lent_nice,
-	        (unsigned long long)st.lent_rt, (unsigned long long)st.eperm_skipped,
-	        (unsigned long long)st.owner_dead);
+	say(fd, ",\n  \"mutexes_seen\": %zu,\n  \"condvars_seen\": %zu,\n"
+	    "  \"mutexes_contended\": %zu,\n  \"truncated\": %s,\n", nmutex, ncond, ncontended,
+	    rows && !lost ? "false" : "true");
+	say(fd, "  \"totals\": {\"contended\": %llu, \"sleeps\": %llu, \"handoffs\": %llu, "
+	    "\"donations\": %llu, \"restores\": %llu, \"lent\": {\"uclamp\": %llu, "
+	    "\"affinity\": %llu, \"nice\": %llu, \"rt\": %llu}, \"eperm_skipped\": %llu, "
+	    "\"dead_owners\": %llu},\n  \"locks\": [",
+	    (unsigned long long)st.contended, (unsigned long long)st.sleeps,
+	    (unsigned long long)st.handoffs, (unsigned long long)st.donations,
+	    (unsigned long long)st.restores, (unsigned long long)st.lent_uclamp,
+	    (unsigned long long)st.lent_affinity, (unsigned long long)st.lent_nice,
+	    (unsigned long long)st.lent_rt, (unsigned long long)st.eperm_skipped,
+	    (unsigned long long)st.owner_dead);
 	if (!rows) {
 		rows = top;
 		nrows = ntop;
@@ -431,17 +614,17 @@ static void report_json(int fd)
 	if (rows != top)
 		munmap(rows, bytes);
 	nd = plk_dead_count();
-	dprintf(fd, "%s],\n  \"dead_owners\": [", nrows ? "\n  " : "");
+	say(fd, "%s],\n  \"dead_owners\": [", nrows ? "\n  " : "");
 	for (unsigned i = 0; plk_dead_log(i, &dlock, &dtid, &drobust); i++)
-		dprintf(fd, "%s\n    {\"address\": \"%p\", \"owner_tid\": %d, \"robust\": %s}",
-		        i ? "," : "", dlock, (int)dtid, drobust ? "true" : "false");
-	dprintf(fd, "%s],\n  \"dead_owners_found\": %u\n}\n", nd ? "\n  " : "", nd);
+		say(fd, "%s\n    {\"address\": \"%p\", \"owner_tid\": %d, \"robust\": %s}",
+		    i ? "," : "", dlock, (int)dtid, drobust ? "true" : "false");
+	say(fd, "%s],\n  \"dead_owners_found\": %u\n}\n", nd ? "\n  " : "", nd);
 }
 
 /*
  * PROXYLOCK_STATS_FILE: the path, "%p" replaced by the process ID and
- * "%%" by "%", into @buf; false if it does not fit.  Read at exit, with
- * the environment as the program left it.
+ * "%%" by "%", into @buf; false if it does not fit.  The pattern was
+ * taken when counting started.
  */
 static bool stats_path(char *buf, size_t len, const char *pattern)
 {
@@ -466,7 +649,8 @@ static bool stats_path(char *buf, size_t len, const char *pattern)
 
 /* The report's file name: static, not on the stack, because exit() may
  * be called from a thread with PTHREAD_STACK_MIN of stack (the stack
- * budget, docs/design.md); report runs once, from atexit. */
+ * budget, docs/design.md); report runs once, from atexit.  See the top
+ * for what else it may not do. */
 static char report_path[4096];
 
 static void report(void)
@@ -480,14 +664,15 @@ static void report(void)
 		return;
 	}
 	if (!stats_path(path, sizeof(report_path), pattern)) {
-		dprintf(report_fd, "proxylock: PROXYLOCK_STATS_FILE is too long; the report follows here\n");
+		say(report_fd, "proxylock: PROXYLOCK_STATS_FILE is too long; the report follows here\n");
 		report_table();
 		return;
 	}
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0) {
-		dprintf(report_fd, "proxylock: cannot write %s: %s; the report follows here\n", path,
-		        strerror(errno));
+		/* errno's number: strerror's text may be translated, which allocates */
+		say(report_fd, "proxylock: cannot write %.900s (errno %d); the report follows here\n",
+		    path, errno);
 		report_table();
 		return;
 	}
@@ -495,49 +680,12 @@ static void report(void)
 	close(fd);
 }
 
-/* Fork: urcu-bp and call_rcu need telling, but only once the table (the
- * one user of liburcu) exists; plk_lockstat_on never goes back to false. */
-static void lockstat_fork_prepare(void)
-{
-	if (__atomic_load_n(&plk_lockstat_on, __ATOMIC_ACQUIRE)) {
-		call_rcu_before_fork();
-		urcu_bp_before_fork();
-	}
-}
-
-static void lockstat_fork_parent(void)
-{
-	if (plk_lockstat_on) {
-		urcu_bp_after_fork_parent();
-		call_rcu_after_fork_parent();
-	}
-}
-
-static void lockstat_fork_child(void)
-{
-	if (plk_lockstat_on) {
-		urcu_bp_after_fork_child();
-		call_rcu_after_fork_child();
-	}
-}
-
 static const struct plk_observer_ops lockstat_ops = {
 	.lent = lockstat_lent,
-	.fork_prepare = lockstat_fork_prepare,
-	.fork_parent = lockstat_fork_parent,
-	.fork_child = lockstat_fork_child,
 };
 
 void plk_lockstat_enable(void)
 {
-	/* A fixed size: liburcu resizes through call_rcu and malloc from
-	 * inside a read-side section, and an allocator whose locks are
-	 * pthread mutexes would then wait there, on a lock whose unlock may
-	 * need a bucket fork's prepare holds.  Chains grow past 4096 locks;
-	 * only stats pay for that. */
-	table = cds_lfht_new(4096, 4096, 4096, 0, NULL);
-	if (!table)
-		return;
 	if ((json_file = getenv("PROXYLOCK_STATS_FILE")) != NULL) {
 		size_t len = strlen(json_file);
 
@@ -546,6 +694,14 @@ void plk_lockstat_enable(void)
 		else
 			json_file = NULL;  /* empty; too long: the table, as without */
 	}
+	/* The first level and slab now, while memory is there: a program
+	 * that caps its address space later still has its first locks
+	 * counted. */
+	(void)level(0, true);
+	slabs[0] = mmap(NULL, SLAB_ROWS * sizeof(struct lockstat), PROT_READ | PROT_WRITE,
+	                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (slabs[0] == MAP_FAILED)
+		slabs[0] = NULL;
 	report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	if (report_fd < 0)
 		report_fd = 2;

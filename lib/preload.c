@@ -27,14 +27,13 @@
  * PROXYLOCK_DONATE_RT, probed once) and stay glibc's kernel PI futexes
  * otherwise; PROXYLOCK_PI=proxy or =kernel decides for every one.
  *
- * liburcu's own mutexes and condvars stay glibc's too: the stats table
- * (lockstat.c, liburcu's one user here) enters read-side sections from
- * under our bucket and record locks, where urcu-bp may take its registry
- * lock; as a proxylock, that lock's slow path would re-enter ours there
- * (a second bucket, out of order).  They are told by the caller: a call whose
- * return address lies in liburcu's code goes to glibc.  liburcu touches
- * only its own locks and only from its own code, so each lock is served
- * by one implementation for its whole life.
+ * liburcu's own mutexes and condvars stay glibc's too, told by the
+ * caller: a call whose return address lies in liburcu's code goes to
+ * glibc.  That was for the stats table, which entered urcu-bp read-side
+ * sections from under our locks; it uses liburcu no more, so this now
+ * covers only a liburcu the program loads itself.  liburcu touches only
+ * its own locks and only from its own code, so each lock is served by
+ * one implementation for its whole life.
  *
  * Fast path.  One test, then the proxylock fast path (one CAS):
  *     plk_careful(return address) || (__kind & glibc-only bits)
@@ -66,6 +65,8 @@
 #include "lockword.h"
 #include "mutex.h"
 #include "preload.h"
+#include "registry.h"
+#include "schedctl.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))
 
@@ -271,14 +272,6 @@ bool plk_preload_from_urcu(uintptr_t ra)
 	return false;
 }
 
-static __attribute__((constructor)) void preload_init(void)
-{
-	if (plk_config()->stats)
-		plk_lockstat_enable();
-	plk_real();
-	careful_window_publish();
-}
-
 /* --- which implementation -------------------------------------------- */
 
 static bool mutex_is_glibc(const pthread_mutex_t *pm)
@@ -304,12 +297,14 @@ static bool caller_is_urcu(uintptr_t ra)
 /* --- mutexes --------------------------------------------------------- */
 
 /*
- * Our slow paths may allocate (the first probe of the kernel's caps, the
- * stats table's entries, libnuma's masks), and an allocator whose
- * locks are pthread mutexes (jemalloc, tcmalloc) calls us back from
- * inside.  A contended lock there must not enter the slow path again: it
- * would allocate again, for ever, or wait on a once-control its own
- * thread is running.  So, while a thread is inside one of our slow
+ * Our slow paths may still call what allocates if the interposer is
+ * entered before its constructor ran (from another library's
+ * constructor): the topology probe, the record key; and
+ * pthread_setspecific allocates for a key made after 32 others.  An
+ * allocator whose locks are pthread mutexes (jemalloc, tcmalloc) calls
+ * us back from inside.  A contended lock there must not enter the slow
+ * path again: it would allocate again, for ever, or wait on a
+ * once-control its own thread is running.  So, while a thread is inside one of our slow
  * paths, its nested contended locks try and yield instead (needing
  * neither the registry nor an allocation), and its nested locks are not
  * counted.  The depth is a TLS word touched only off the fast paths.
@@ -320,6 +315,28 @@ static __thread unsigned slow_depth __attribute__((tls_model("initial-exec")));
 static void slow_depth_leave(void *arg)
 {
 	(void)arg;
+	slow_depth--;
+}
+
+/*
+ * What allocates is done here, once, so that no interposed call later
+ * takes memory from the program's allocator (design.md, "The LD_PRELOAD
+ * interposer"): the stats report's exit handler, glibc's functions
+ * (dlsym), the CPU topology (stdio, libnuma), the record key.  Not the
+ * caps probe, which makes system calls only and must see privileges the
+ * program drops after it starts.  An allocator whose locks are pthread
+ * mutexes comes back meanwhile: as in a slow path, its contended locks
+ * try and yield (the topology is read under a once-control).
+ */
+static __attribute__((constructor)) void preload_init(void)
+{
+	slow_depth++;
+	if (plk_config()->stats)
+		plk_lockstat_enable();
+	plk_real();
+	careful_window_publish();
+	plk_sched_probe_places();
+	plk_registry_key_init();
 	slow_depth--;
 }
 
@@ -463,7 +480,7 @@ static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uin
 		err = lock_slow(m, false, CLOCK_REALTIME, NULL);
 	}
 	if (err == 0 && plk_lockstat_on && !slow_depth) {
-		slow_depth++;  /* the table allocates */
+		slow_depth++;  /* a new row maps a slab (no allocation, but a system call) */
 		plk_lockstat_mutex(pm, contended, contended ? plk_now_ns() - t0 : 0);
 		slow_depth--;
 	}

@@ -413,6 +413,11 @@ static void key_init(void)
 	key_ready = pthread_key_create(&self_key, self_destructor) == 0;
 }
 
+void plk_registry_key_init(void)
+{
+	pthread_once(&key_once, key_init);
+}
+
 struct plk_thread *plk_thread_self_cached(void)
 {
 	return tls_self;
@@ -424,7 +429,7 @@ struct plk_thread *plk_thread_self(void)
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
-	pthread_once(&key_once, key_init);
+	plk_registry_key_init();
 	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), PLK_RECORD_CREATE)))
 		return NULL;
 	/* Adopted before the lock is dropped, so nobody retires it; the key

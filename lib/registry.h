@@ -145,6 +145,14 @@ PLK_HIDDEN uint32_t plk_forked_tid(void);
  */
 PLK_HIDDEN struct plk_thread *plk_thread_self(void);
 
+/**
+ * plk_registry_key_init - create the key that holds each thread's
+ * adopted record now rather than at the first slow path: made early, it
+ * gets one of glibc's first 32 key slots, whose values sit inside the
+ * thread (pthread_setspecific allocates only for later keys).
+ */
+PLK_HIDDEN void plk_registry_key_init(void);
+
 /** plk_thread_self_cached - the caller's adopted record, or NULL if it
  * has none yet (never creates one). */
 PLK_HIDDEN struct plk_thread *plk_thread_self_cached(void);

@@ -265,6 +265,11 @@ static __attribute__((constructor)) void probe_at_load(void)
 	places_wait();
 }
 
+void plk_sched_probe_places(void)
+{
+	places_wait();
+}
+
 unsigned plk_sched_caps(void)
 {
 	/* The places too: callers count on one call, made before their

@@ -84,6 +84,15 @@ PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
 PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
 
 /**
+ * plk_sched_probe_places - read the cpuset and the NUMA map now if the
+ * load did not (stdio and libnuma: allocates).  The library's own
+ * constructor calls it; the interposer's constructor calls it too, so
+ * that an allocator calling back while they are read finds it inside its
+ * slow-path depth.
+ */
+PLK_HIDDEN void plk_sched_probe_places(void);
+
+/**
  * plk_sched_probe - run the probe behind plk_sched_caps, plk_sched_cpuset
  * and plk_sched_numa now: every slow path calls it before taking an
  * internal lock (the probe reads files and allocates).
