@@ -319,7 +319,7 @@ static void lockstat_lent(const void *lock, unsigned kinds)
  */
 static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[512];  /* the longest line, JSON totals, is < 450 bytes */
 	va_list ap;
 	size_t n, off = 0;
 	int len;
@@ -671,7 +671,7 @@ static void report(void)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0) {
 		/* errno's number: strerror's text may be translated, which allocates */
-		say(report_fd, "proxylock: cannot write %.900s (errno %d); the report follows here\n",
+		say(report_fd, "proxylock: cannot write %.300s (errno %d); the report follows here\n",
 		    path, errno);
 		report_table();
 		return;
