@@ -555,7 +555,6 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 {
 	struct plk_bucket *b;
-	struct plk_thread *me;
 	uint32_t w;
 
 	plk_rw_lend_prepare(rw);
@@ -569,12 +568,7 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 			word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
 	}
 	grant_and_unlock(b, rw);
-	if (write) {
-		if ((me = plk_thread_self_cached()))
-			plk_donate_withdraw(me, rw);
-	} else {
-		rd_not_reader(rw);
-	}
+	rd_not_reader(rw);  /* not a holder any more, of either kind */
 }
 
 /* Unlock after plk_rw_rdunlock_fast found no read hold of ours with a
