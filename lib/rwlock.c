@@ -127,6 +127,28 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
 	} while (0)
 
 /*
+ * @rw's PLK_RW_WAITERS has just been cleared (bucket held; nobody is
+ * queued, so no lend keyed by @rw should be left anywhere).  A slot
+ * naming @rw may belong to a thread between its publication and its
+ * count increment (rwlockword.h), to which a scan lent while the bit
+ * was set; its CAS may still succeed once the word is back to the value
+ * it read (ABA: free, or the same count), and it would then read with a
+ * lend nobody withdraws and unlock by the fast path.  So every lend to
+ * a thread a slot names goes now (applies deferred; for the readers a
+ * grant just made, there is none).  While the bit is clear nobody lends
+ * through @rw; a publisher that joins once it is set again is lent to
+ * then.  The model found this (test/model: BROKEN_RW_ABA, RW6).
+ */
+static void withdraw_publishers(proxylock_rwlock_t *rw)
+{
+	pid_t tids[PLK_RW_LEND_MAX];
+	int n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+
+	for (int i = 0; i < n && i < PLK_RW_LEND_MAX; i++)
+		plk_donate_withdraw_tid(tids[i], rw);
+}
+
+/*
  * Grant @rw (bucket @b locked) to whom grant rules say, at most
  * GRANT_BATCH readers; the granted are in @g, woken by the caller
  * after the bucket is dropped (I5).  Returns true if it stopped at the
@@ -148,6 +170,8 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 
 		/* RW4: the word names it before its park word says so. */
 		word_update(rw, w, PLK_RW_WRITER | (uint32_t)wr->tid | (more ? PLK_RW_WAITERS : 0));
+		if (!more)
+			withdraw_publishers(rw);
 		g->t[g->n++] = wr;
 		plk_rw_lend_update(b, rw);  /* the queue lends to its new holder */
 		plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
@@ -170,11 +194,19 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		g->t[g->n++] = t;
 		n++;
 	}
+	/* PLK_RW_WAITERS stays while anyone is queued, and also while
+	 * readers from before this grant hold: one of them may be inside
+	 * its unlock with its slot already cleared, lent to by a scan; the
+	 * bit sends it through the bucket and its withdrawal (RW6). */
 	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+	bool keep = more || (w & PLK_RW_VALUE) > 0;
 
-	word_update(rw, w, ((w & PLK_RW_VALUE) + n) | (more ? PLK_RW_WAITERS : 0));
-	if (more)
-		plk_rw_lend_update(b, rw);  /* the new readers are lent to too */
+	word_update(rw, w, ((w & PLK_RW_VALUE) + n) | (keep ? PLK_RW_WAITERS : 0));
+	if (keep)
+		plk_rw_lend_update(b, rw);  /* the new readers are lent to too, or
+		                               with nobody queued, nobody is */
+	else
+		withdraw_publishers(rw);
 	for (int i = g->n - (int)n; i < g->n; i++)
 		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
 	return false;
@@ -563,9 +595,9 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 		word_update(rw, w, w & PLK_RW_WAITERS);
 	else
 		word_update(rw, w, w - 1);
-	if ((plk_rw_word(rw) & ~PLK_RW_WAITERS) == 0) {
-		if (!plk_waitq_first(b, plk_rw_key(rw)))
-			word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
+	if ((plk_rw_word(rw) & ~PLK_RW_WAITERS) == 0 && !plk_waitq_first(b, plk_rw_key(rw))) {
+		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
+		withdraw_publishers(rw);
 	}
 	grant_and_unlock(b, rw);
 	rd_not_reader(rw);  /* not a holder any more, of either kind */
