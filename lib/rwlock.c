@@ -605,7 +605,7 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 
 /* Unlock after plk_rw_rdunlock_fast found no read hold of ours with a
  * slot: a write hold, an untracked read hold, or none (EPERM). */
-static int unlock_other(proxylock_rwlock_t *rw)
+static __attribute__((noinline)) int unlock_other(proxylock_rwlock_t *rw)
 {
 	uint32_t self = plk_tid(), w = plk_rw_word(rw);
 
