@@ -430,6 +430,11 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 				rd_hold_done(&h);
 				return 0;
 			}
+			/* Published across a count change only (no scan can
+			 * have run): keep it; else retract. */
+			w = plk_rw_word(rw);
+			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
+				continue;
 			rd_hold_retract(&h);
 		}
 		plk_cpu_relax();

@@ -99,11 +99,15 @@ static inline bool plk_rw_rdlock_fast_new(proxylock_rwlock_t *rw, struct plk_rds
 	    (i = plk_rdset_free_slot(s)) < 0)
 		return false;
 	__atomic_store_n(&s->lock[i], (uintptr_t)rw, __ATOMIC_RELAXED);
-	if (__atomic_compare_exchange_n(&rw->__word, &w, w + 1, 0, __ATOMIC_ACQ_REL,
-	                                __ATOMIC_RELAXED)) {
-		s->depth[i] = 1;
-		return true;
-	}
+	do {
+		if (__atomic_compare_exchange_n(&rw->__word, &w, w + 1, 1, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_RELAXED)) {
+			s->depth[i] = 1;
+			return true;
+		}
+		/* Another reader moved the count: try again, still published
+		 * (no scan can have run while PLK_RW_WAITERS stayed clear). */
+	} while (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX);
 	/* Not a reader.  A writer's scan may have seen the slot meanwhile:
 	 * the slow path withdraws that (rwlock.c, rd_not_reader). */
 	plk_rdset_put(s, i);
