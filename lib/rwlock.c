@@ -22,33 +22,35 @@
  * PREFER_WRITER is PREFER_READER, as in glibc (recursive read locks
  * must not deadlock behind a waiting writer).
  *
- * Invariants (under the bucket lock of rw):
+ * Invariants (under the bucket lock of rw; docs/design.md argues each):
  *  RW1  queue(rw) non-empty  =>  PLK_RW_WAITERS set in the word.
- *  RW2  PLK_RW_WAITERS is cleared only by the release that frees the
- *       lock (the writer's unlock, the last reader's), with the queue
- *       empty: a waiter leaving an empty queue leaves it set, so every
- *       holder unlocks through the bucket and waits there for the apply
- *       of its withdrawal (donate.c, I1).
+ *  RW2  PLK_RW_WAITERS is cleared only with nobody queued: by the
+ *       release that frees the lock, or by a grant that empties the
+ *       queue when nobody held the lock before it (a grant to readers
+ *       while readers held keeps it: one of those may be inside its
+ *       unlock, slot cleared, lent to).  A waiter leaving an empty queue
+ *       leaves it set, so every holder unlocks through the bucket and
+ *       waits there for its withdrawal's apply (donate.c, I1).
  *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
  *       grant nobody, except while a granter that stopped at
  *       GRANT_BATCH is on its way back to the bucket.
  *  RW4  A grant shows in the word and in the reader's slot before the
  *       waiter's park word says HANDED (it may return at once).
- *  RW5  (readers named) a thread's slot names rw from before its count
- *       increment until after... no: until just before its decrement
- *       (both ordered by the increment's and decrement's release); so a
- *       writer that set PLK_RW_WAITERS with an acquire RMW, or holds the
- *       bucket after one, names every reader but those inside unlock
- *       between clearing the slot and decrementing, and readers that
- *       join later go through this bucket (PLK_RW_WAITERS stops the fast
- *       path) and are lent to there.
- *  RW6  (no lend to a thread that left) a lend keyed by rw exists on T
- *       only while T holds rw with PLK_RW_WAITERS set, or is inside
- *       unlock(rw) after its bucket hold, before its withdrawal: a
- *       reader that saw PLK_RW_WAITERS in its decrement takes the bucket
- *       (so every later scan sees its slot clear) and then withdraws;
- *       one that did not see it was never named (RW5: its slot was clear
- *       before any scan that could see PLK_RW_WAITERS).
+ *  RW5  (no reader missed) a reader's slot names rw from before its
+ *       count increment until before its decrement, both release RMWs;
+ *       a writer sets PLK_RW_WAITERS with an acquire CAS, so its bucket
+ *       hold and every later one sees the slot of every reader counted
+ *       before; later readers fail the fast CAS and are lent to in the
+ *       bucket when they join.  Only a reader inside its unlock, between
+ *       clearing its slot and decrementing, goes unnamed.
+ *  RW6  (no lend after leaving) a lend keyed by rw sits on T only while
+ *       T holds rw with PLK_RW_WAITERS set, or inside unlock(rw) after
+ *       its bucket hold: a reader whose decrement saw the bit takes the
+ *       bucket (later scans see its slot clear), then withdraws.  A
+ *       publication whose CAS failed after the bit appeared is retracted
+ *       and withdrawn (rd_not_reader, or at the last unlock: withdraw[]);
+ *       whoever clears the bit withdraws from every thread a slot names
+ *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
  */
 #include <errno.h>
 #include <sched.h>
@@ -117,9 +119,9 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
 	return first_writer(b, rw, &reader) == NULL;
 }
 
-/* Change @rw's word under its bucket: only the fast paths can change it
- * meanwhile (recursive read holds while PLK_RW_WAITERS is set), so
- * @f recomputes from each fresh value. */
+/* Change @rw's word under its bucket to @expr, computed from each fresh
+ * value @w: only the fast paths can change it meanwhile (recursive read
+ * holds and their unlocks, while PLK_RW_WAITERS is set). */
 #define word_update(rw, w, expr) do {                                  \
 		(w) = plk_rw_word(rw);                                 \
 		while (!plk_rw_cas((rw), (w), (expr)))                 \
