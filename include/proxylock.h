@@ -97,6 +97,48 @@ typedef struct proxylock_cond {
 
 #define PROXYLOCK_COND_INITIALIZER { 0, 0, 0, { 0, 0, 0, 0, 0 }, 0, { 0, 0 } }
 
+/*
+ * The reader-writer lock.  Zero-filled storage is an unlocked rwlock
+ * preferring readers that lends every kind the process allows.  Fields
+ * are private: __word is the lock word (bit 31 waiters queued, bit 30
+ * write-held; bits 0..29 the writer's TID, or the number of read holds),
+ * __flags the preference kind (bits 0..1) and the kinds *not* lent (from
+ * bit 24).  56 bytes, 8-aligned, laid over glibc's pthread_rwlock_t on
+ * x86_64 and aarch64: __word on __readers, __flags on __flags (offset
+ * 48 on both), every other byte reserved and zero, as glibc's own
+ * initializers leave them; so glibc's static initializers
+ * (PTHREAD_RWLOCK_INITIALIZER and the
+ * PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP one) are already
+ * proxylock rwlocks of that kind (see docs/design.md).
+ */
+typedef struct proxylock_rwlock {
+	uint32_t __word;
+	uint32_t __reserved0[7];
+	uint64_t __reserved1[2];
+	uint32_t __flags;
+	uint32_t __reserved2;
+} proxylock_rwlock_t;
+
+#define PROXYLOCK_RWLOCK_INITIALIZER { 0, { 0, 0, 0, 0, 0, 0, 0 }, { 0, 0 }, 0, 0 }
+
+/* Preference kinds (proxylock_rwlockattr_setkind), glibc's values and
+ * semantics: PREFER_WRITER is treated as PREFER_READER (recursive read
+ * locks must not deadlock behind a waiting writer), and only
+ * PREFER_WRITER_NONRECURSIVE makes new readers wait behind a waiting
+ * writer. */
+enum {
+	PROXYLOCK_RWLOCK_PREFER_READER = 0,
+	PROXYLOCK_RWLOCK_PREFER_WRITER = 1,
+	PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE = 2,
+	PROXYLOCK_RWLOCK_DEFAULT = PROXYLOCK_RWLOCK_PREFER_READER
+};
+
+typedef struct proxylock_rwlockattr {
+	uint32_t __magic;
+	uint32_t __kind;
+	uint32_t __donate;
+} proxylock_rwlockattr_t;
+
 /* Where a boosted owner may run (proxylock_affinity_policy_set). */
 enum {
 	PROXYLOCK_AFFINITY_WAITERS = 0, /* the waiters' CPUs (default) */
@@ -259,6 +301,90 @@ PROXYLOCK_API int proxylock_cond_signal(proxylock_cond_t *c);
 
 /** proxylock_cond_broadcast - wake every waiter of @c (moved, as signal). */
 PROXYLOCK_API int proxylock_cond_broadcast(proxylock_cond_t *c);
+
+/** proxylock_rwlockattr_init - fill @attr: prefer readers, lend everything. */
+PROXYLOCK_API int proxylock_rwlockattr_init(proxylock_rwlockattr_t *attr);
+
+/** proxylock_rwlockattr_destroy - invalidate @attr. EINVAL if not inited. */
+PROXYLOCK_API int proxylock_rwlockattr_destroy(proxylock_rwlockattr_t *attr);
+
+/** proxylock_rwlockattr_setkind - PROXYLOCK_RWLOCK_PREFER_*; EINVAL otherwise. */
+PROXYLOCK_API int proxylock_rwlockattr_setkind(proxylock_rwlockattr_t *attr, int kind);
+
+/** proxylock_rwlockattr_getkind - store the preference kind in *@kind. */
+PROXYLOCK_API int proxylock_rwlockattr_getkind(const proxylock_rwlockattr_t *attr, int *kind);
+
+/** proxylock_rwlockattr_setdonate - as proxylock_mutexattr_setdonate. */
+PROXYLOCK_API int proxylock_rwlockattr_setdonate(proxylock_rwlockattr_t *attr, unsigned kinds);
+
+/** proxylock_rwlockattr_getdonate - store the per-lock kinds in *@kinds. */
+PROXYLOCK_API int proxylock_rwlockattr_getdonate(const proxylock_rwlockattr_t *attr,
+                                                 unsigned *kinds);
+
+/** proxylock_rwlock_init - initialise @rw; @attr may be NULL (defaults). */
+PROXYLOCK_API int proxylock_rwlock_init(proxylock_rwlock_t *rw, const proxylock_rwlockattr_t *attr);
+
+/**
+ * proxylock_rwlock_destroy - EBUSY if @rw is held or waited for, else 0.
+ * A destroyed rwlock answers every call but init with EINVAL.
+ */
+PROXYLOCK_API int proxylock_rwlock_destroy(proxylock_rwlock_t *rw);
+
+/**
+ * proxylock_rwlock_rdlock - take @rw for reading, blocking (and lending
+ * this thread's context to the writer holding it) while a writer holds
+ * it, or, for PREFER_WRITER_NONRECURSIVE, while a writer waits.  While a
+ * writer waits, every reader holding @rw runs with the writer's context
+ * combined into its own.  A thread may hold @rw for reading several
+ * times (each needs an unlock).  EDEADLK if the caller holds @rw for
+ * writing; EAGAIN if the count of read holds would overflow; EINVAL for
+ * a NULL, destroyed or garbage rwlock.
+ */
+PROXYLOCK_API int proxylock_rwlock_rdlock(proxylock_rwlock_t *rw);
+
+/** proxylock_rwlock_tryrdlock - as rdlock, but EBUSY instead of blocking. */
+PROXYLOCK_API int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw);
+
+/**
+ * proxylock_rwlock_timedrdlock - as rdlock, giving up at @abstime on
+ * CLOCK_REALTIME with ETIMEDOUT; EINVAL if it would block and @abstime
+ * is not a valid timespec.
+ */
+PROXYLOCK_API int proxylock_rwlock_timedrdlock(proxylock_rwlock_t *rw,
+                                               const struct timespec *abstime);
+
+/** proxylock_rwlock_clockrdlock - as timedrdlock on @clock (REALTIME or
+ * MONOTONIC, else EINVAL). */
+PROXYLOCK_API int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
+                                               const struct timespec *abstime);
+
+/**
+ * proxylock_rwlock_wrlock - take @rw for writing, blocking while anyone
+ * holds it; meanwhile this thread's context is lent to the writer or to
+ * every reader holding it.  EDEADLK if the caller holds it for writing;
+ * EINVAL as rdlock.
+ */
+PROXYLOCK_API int proxylock_rwlock_wrlock(proxylock_rwlock_t *rw);
+
+/** proxylock_rwlock_trywrlock - as wrlock, but EBUSY instead of blocking. */
+PROXYLOCK_API int proxylock_rwlock_trywrlock(proxylock_rwlock_t *rw);
+
+/** proxylock_rwlock_timedwrlock - as wrlock with a CLOCK_REALTIME deadline. */
+PROXYLOCK_API int proxylock_rwlock_timedwrlock(proxylock_rwlock_t *rw,
+                                               const struct timespec *abstime);
+
+/** proxylock_rwlock_clockwrlock - as timedwrlock on @clock. */
+PROXYLOCK_API int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
+                                               const struct timespec *abstime);
+
+/**
+ * proxylock_rwlock_unlock - release the caller's write hold, or one of
+ * its read holds, of @rw.  EPERM if the caller holds it neither way
+ * (docs/design.md: a thread with more read holds than it can track
+ * is believed).  Before it returns, what @rw's waiters lent the caller
+ * is withdrawn.
+ */
+PROXYLOCK_API int proxylock_rwlock_unlock(proxylock_rwlock_t *rw);
 
 /**
  * proxylock_caps - the PROXYLOCK_DONATE_* kinds this kernel and this

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * chain.c - lending through mutexes (see chain.h).
+ * chain.c - lending through mutexes and rwlocks (see chain.h).
  *
  * Under @m's bucket lock the queue is folded into one lend and handed to
  * the engine with the owner's TID: the word has PLK_WAITERS set, so the
@@ -17,14 +17,27 @@
 #include "config.h"
 #include "donate.h"
 #include "lockword.h"
+#include "rdset.h"
+#include "rwlockword.h"
 #include "schedctl.h"
 #include "stats.h"
 
-unsigned plk_lend_kinds(const proxylock_mutex_t *m)
+/* Kinds lent through a lock whose __flags are @flags. */
+static unsigned kinds_of(uint32_t flags)
 {
-	unsigned off = (m->__flags >> PLK_NODONATE_SHIFT) & PROXYLOCK_DONATE_ALL;
+	unsigned off = (flags >> PLK_NODONATE_SHIFT) & PROXYLOCK_DONATE_ALL;
 
 	return off == PROXYLOCK_DONATE_ALL ? 0 : proxylock_donate_kinds() & ~off;
+}
+
+unsigned plk_lend_kinds(const proxylock_mutex_t *m)
+{
+	return kinds_of(m->__flags);
+}
+
+unsigned plk_rw_lend_kinds(const proxylock_rwlock_t *rw)
+{
+	return kinds_of(rw->__flags);
 }
 
 void plk_lend_prepare(const proxylock_mutex_t *m)
@@ -59,6 +72,60 @@ void plk_lend_update(struct plk_bucket *b, proxylock_mutex_t *m)
 	update_at(b, m, 1);
 }
 
+void plk_rw_lend_prepare(const proxylock_rwlock_t *rw)
+{
+	pid_t tids[PLK_RW_LEND_MAX];
+	uint32_t w = plk_rw_word(rw);
+	int n;
+
+	(void)plk_config();
+	plk_sched_probe();
+	if (w & PLK_RW_WRITER) {
+		(void)plk_registry_reserve(plk_owner_tid(w));
+		return;
+	}
+	/* Lock-free: a hint for the scan under the bucket (rdset.h). */
+	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	(void)plk_registry_reserve_n(tids, n < PLK_RW_LEND_MAX ? n : PLK_RW_LEND_MAX);
+	(void)plk_registry_reserve(0);
+}
+
+/* plk_rw_lend_update at chain depth @depth. */
+static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth)
+{
+	unsigned kinds = plk_rw_lend_kinds(rw);
+	uint32_t w = plk_rw_word(rw);
+	pid_t tids[PLK_RW_LEND_MAX];
+	struct plk_thread *t;
+	struct plk_lend lend;
+	int n;
+
+	if (!kinds || !(w & PLK_RW_WAITERS) || w == PLK_RW_DESTROYED)
+		return;
+	plk_lend_init(&lend);
+	plk_waitq_for_each(b, plk_rw_key(rw), t)
+		plk_donate_fold(&lend, t, kinds);
+	if (w & PLK_RW_WRITER) {
+		pid_t owner = plk_owner_tid_locked(w);
+
+		if (owner)
+			plk_donate_set(owner, rw, &lend, depth);
+		return;
+	}
+	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	if (n > PLK_RW_LEND_MAX) {
+		plk_stat_inc(chain_truncated);
+		n = PLK_RW_LEND_MAX;
+	}
+	for (int i = 0; i < n; i++)
+		plk_donate_set(tids[i], rw, &lend, depth);
+}
+
+void plk_rw_lend_update(struct plk_bucket *b, proxylock_rwlock_t *rw)
+{
+	rw_update_at(b, rw, 1);
+}
+
 /* @via's effective context changed and it may wait on @next: what
  * @next's queue lends changes too.  No lock held. */
 static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *next, int depth)
@@ -79,7 +146,10 @@ static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *nex
 	if (__atomic_load_n(&via->tid, __ATOMIC_RELAXED) == tid &&
 	    __atomic_load_n(&via->blocked_on, __ATOMIC_ACQUIRE) == next) {
 		plk_stat_inc(chain_steps);
-		update_at(b, next, depth + 1);
+		if ((uintptr_t)next & PLK_RW_TAG)
+			rw_update_at(b, (proxylock_rwlock_t *)((char *)next - PLK_RW_TAG), depth + 1);
+		else
+			update_at(b, next, depth + 1);
 	}
 	plk_waitq_unlock(b);
 }

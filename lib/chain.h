@@ -41,4 +41,33 @@ PLK_HIDDEN void plk_lend_update(struct plk_bucket *b, proxylock_mutex_t *m);
  */
 PLK_HIDDEN void plk_lend_flush(void);
 
+/*
+ * Rwlocks.  @rw's queue (key plk_rw_key(rw)) lends to every holder: the
+ * writer named in the word, or each reader whose read set names @rw
+ * (rdset.h), at most PLK_RW_LEND_MAX of them (further readers are
+ * counted in chain_truncated).  Lends are keyed by @rw itself, so a
+ * writer's lend to N readers is N entries under one key, each withdrawn
+ * by its reader's own unlock.
+ */
+#define PLK_RW_LEND_MAX 32
+
+/** plk_rw_lend_kinds - as plk_lend_kinds, for @rw. */
+PLK_HIDDEN unsigned plk_rw_lend_kinds(const proxylock_rwlock_t *rw);
+
+/**
+ * plk_rw_lend_prepare - as plk_lend_prepare, for @rw: the holders seen
+ * now (the writer, or the readers named in read sets) get their table
+ * pages mapped and enough spare records.
+ */
+PLK_HIDDEN void plk_rw_lend_prepare(const proxylock_rwlock_t *rw);
+
+/**
+ * plk_rw_lend_update - with @rw's bucket @b locked: what @rw's queue
+ * lends each holder, recorded by the engine (applies deferred).  Does
+ * nothing unless PLK_RW_WAITERS is set, which pins the holders: the
+ * writer cannot release, nor a reader leave (its last unlock), without
+ * this bucket; with it set and nobody queued, every holder's entry goes.
+ */
+PLK_HIDDEN void plk_rw_lend_update(struct plk_bucket *b, proxylock_rwlock_t *rw);
+
 #endif /* PLK_CHAIN_H */

@@ -188,7 +188,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 
 /* --- the deferred-apply list ----------------------------------------- */
 
-#define DEFER_MAX 8
+#define DEFER_MAX 40  /* a writer lends to PLK_RW_LEND_MAX (32) readers in one hold */
 
 static __thread struct plk_apply deferred[DEFER_MAX];
 static __thread int ndeferred;
@@ -205,7 +205,8 @@ static void defer(struct plk_thread *t, pid_t tid, void *next, int depth)
 			return;
 		}
 	if (ndeferred == DEFER_MAX) {
-		/* Never seen: a bucket hold defers at most two.  The newest
+		/* Never seen: a mutex's bucket hold defers at most two, an
+		 * rwlock's at most PLK_RW_LEND_MAX + 2.  The newest
 		 * generation is still installed by T's next apply. */
 		plk_stat_inc(chain_truncated);
 		return;

@@ -19,6 +19,7 @@
 
 #include "donate.h"
 #include "observe.h"
+#include "rdset.h"
 #include "registry.h"
 #include "stats.h"
 #include "waitq.h"
@@ -44,6 +45,7 @@ static void fork_child(void)
 {
 	plk_lockcheck_fork_child();  /* the lock words are reset below, by hand */
 	plk_registry_fork_child();
+	plk_rdset_fork_child();  /* after the TID cache is reset */
 	plk_waitq_fork_child();
 	plk_stats_reset();
 	plk_registry_fork_restore();

@@ -105,7 +105,9 @@ static const proxylock_mutex_t *chain_read(const proxylock_mutex_t *m, struct ch
 	s->on = plk_waitq_snapshot(s->t, &s->seq);
 	if (__atomic_load_n(&s->t->tid, __ATOMIC_RELAXED) != s->owner)
 		return NULL;  /* recycled for another thread since the lookup */
-	return ((uintptr_t)s->on & PLK_COND_TAG) ? NULL : s->on;
+	/* A condvar, or an rwlock (whose holders this walk cannot name):
+	 * the chain ends, and no cycle through it is reported. */
+	return ((uintptr_t)s->on & (PLK_COND_TAG | PLK_RW_TAG)) ? NULL : s->on;
 }
 
 /*

@@ -48,6 +48,7 @@ static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-ex
 
 static struct plk_thread **pages[NPAGES];
 static struct plk_thread *free_list;   /* under free_lock */
+static unsigned free_count;            /* records on it; under free_lock, read as a hint */
 static plk_ilock_t free_lock = PLK_ILOCK_INIT;
 static pthread_key_t self_key;
 static bool key_ready;                 /* self_key was created */
@@ -202,6 +203,7 @@ static bool slab_add(void)
 		slab[i].free_next = free_list;
 		__atomic_store_n(&free_list, &slab[i], __ATOMIC_RELAXED);
 	}
+	__atomic_store_n(&free_count, free_count + SLAB_RECORDS, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
 	return true;
 }
@@ -212,8 +214,10 @@ static struct plk_thread *record_pop(void)
 	struct plk_thread *t;
 
 	plk_ilock_lock(&free_lock);
-	if ((t = free_list))
+	if ((t = free_list)) {
 		__atomic_store_n(&free_list, t->free_next, __ATOMIC_RELAXED);
+		__atomic_store_n(&free_count, free_count - 1, __ATOMIC_RELAXED);
+	}
 	plk_ilock_unlock(&free_lock);
 	return t;
 }
@@ -248,7 +252,21 @@ static void record_free(struct plk_thread *t)
 	plk_ilock_lock(&free_lock);
 	t->free_next = free_list;
 	__atomic_store_n(&free_list, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&free_count, free_count + 1, __ATOMIC_RELAXED);
 	plk_ilock_unlock(&free_lock);
+}
+
+bool plk_registry_reserve_n(const pid_t *tids, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (tids[i] > 0 && !slot_of(tids[i], true))
+			return false;
+	/* A hint, as in plk_registry_reserve: short, and the last readers
+	 * go without a lend this time (chain_truncated). */
+	while (__atomic_load_n(&free_count, __ATOMIC_RELAXED) < (unsigned)n)
+		if (!slab_add())
+			return false;
+	return true;
 }
 
 /*

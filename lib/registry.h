@@ -80,15 +80,25 @@ struct plk_thread {
 	struct cds_list_head wnode;    /* in that bucket's queue */
 	uint64_t enq_ns;               /* CLOCK_MONOTONIC at first enqueue */
 	const void *dead_seen;         /* lock last reported held by an exited owner */
+	bool rw_writer;                /* queued on an rwlock for writing (else reading) */
+	uintptr_t *rw_grant_slot;      /* a queued reader's reserved read-set slot, which
+	                                  the granter fills (rdset.h); NULL: untracked */
 
 	struct plk_thread *free_next;  /* on the free list (registry.c) */
 };
 
 /* A condvar waiter queues under its condvar's address with bit 0 set, so
- * chain walks never mistake a condvar for a mutex. */
+ * chain walks never mistake a condvar for a mutex; an rwlock waiter
+ * under its rwlock's address with bit 1 set, so that chain walks know
+ * which protocol the lock speaks (every lock is at least 4-aligned). */
 #define PLK_COND_TAG 1u
+#define PLK_RW_TAG 2u
 
-/** plk_blocked_mutex - the mutex @t is blocked on, NULL if none (or a condvar). */
+/**
+ * plk_blocked_mutex - the lock @t is blocked on and that lends to its
+ * holders: a mutex, or an rwlock's queue key (tagged PLK_RW_TAG); NULL
+ * if none (or a condvar, whose waiters lend to nobody).
+ */
 static inline void *plk_blocked_mutex(struct plk_thread *t)
 {
 	void *p = __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE);
@@ -186,6 +196,13 @@ PLK_HIDDEN struct plk_thread *plk_thread_lock_tid(pid_t tid, int how);
  * empty.  False if out of memory.
  */
 PLK_HIDDEN bool plk_registry_reserve(pid_t tid);
+
+/**
+ * plk_registry_reserve_n - as plk_registry_reserve for each of the @n
+ * TIDs in @tids, with at least @n records on the free list (a writer
+ * about to lend to @n readers that may have no record yet).
+ */
+PLK_HIDDEN bool plk_registry_reserve_n(const pid_t *tids, int n);
 
 /**
  * plk_thread_unlock - drop @t's lock, which the caller holds; if @t was

@@ -29,6 +29,8 @@
  *   -DBROKEN_RECHECK  with -DAPPLY: the token holder drops the token
  *                     without re-checking gen: a bump made during its
  *                     syscalls is never applied (final agreement)
+ *   -DRWLOCK          the rwlock instead (rwlock.pml, which lists its
+ *                     own options and broken variants)
  *
  * Model conventions.  Thread ids 1..N; the word is owner | W.  One step
  * of a proctype is one atomic memory access of the code, except queue
@@ -41,6 +43,9 @@
  * else reports the hang.  coming[] and incs are ghost variables.
  */
 
+#ifdef RWLOCK
+#include "rwlock.pml"
+#else
 #define N	3		/* threads */
 #ifndef ROUNDS
 #define ROUNDS	1		/* lock rounds of the mutex waiters */
@@ -732,3 +737,4 @@ init
 #endif
 	}
 }
+#endif /* RWLOCK */

@@ -23,7 +23,7 @@ out=$(cd "${MODEL_OUT:-.}" && pwd) || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' HUP INT TERM
-cp "$here/proxylock.pml" "$tmp/" && cd "$tmp" || exit 1
+cp "$here"/*.pml "$tmp/" && cd "$tmp" || exit 1
 
 fail() {
 	[ -f pan.log ] && cat pan.log
@@ -61,7 +61,8 @@ fi
 [ -f proxylock.pml.trail ] || fail "pan reported an error but wrote no trail"
 tag=$(printf '%s' "$*" | tr -c 'A-Za-z0-9_\n' '-' | tr -s '-')
 cp proxylock.pml "$out/proxylock$tag.pml" &&
-	cp proxylock.pml.trail "$out/proxylock$tag.pml.trail" || fail "cannot write to $out"
+	cp proxylock.pml.trail "$out/proxylock$tag.pml.trail" &&
+	cp rwlock.pml "$out/" || fail "cannot write to $out"
 spin -t -p "$@" proxylock.pml >replay.log 2>&1
 echo "trail: $out/proxylock$tag.pml.trail"
 echo "replay: cd $out && spin -t -p $* proxylock$tag.pml"

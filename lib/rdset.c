@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdset.c - the table of read sets (see rdset.h).
+ *
+ * Claim: a thread's first read lock scans the table for a free set and
+ * claims it by CAS of its owner word (acquire: the slots its last owner
+ * cleared before releasing it are seen clear), then raises the table's
+ * high-water mark, which bounds every scan.  The mark is raised before
+ * the thread publishes any slot, and the slot before its count
+ * increment (release), so a writer that synchronises with that
+ * increment sees both.  Release: a pthread key's destructor at thread
+ * exit clears the slots (a thread that exits holding read locks leaves
+ * them counted in their words, untracked, as glibc does) and frees the
+ * owner word with release.
+ *
+ * A scanner reads owner, the slot, and owner again, all acquire (arm64:
+ * ldar keeps each load after the one before): if both owner reads agree
+ * and name a thread, the slot value was that thread's while it owned the
+ * set, never a former owner's (each claim changes the upper half).
+ */
+#include <pthread.h>
+
+#include "rdset.h"
+#include "registry.h"
+
+__thread struct plk_rdset *plk_tls_rdset __attribute__((tls_model("initial-exec")));
+__thread uint32_t plk_tls_rd_untracked __attribute__((tls_model("initial-exec")));
+
+static struct plk_rdset rdsets[PLK_RDSETS];
+static uint32_t rdsets_hwm;  /* sets [0, hwm) have been claimed at least once */
+static pthread_key_t rd_key;
+static bool rd_key_ready;
+static pthread_once_t rd_key_once = PTHREAD_ONCE_INIT;
+
+static uint32_t owner_tid(uint64_t o)
+{
+	return (uint32_t)o;
+}
+
+static void set_release(struct plk_rdset *s)
+{
+	uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+
+	for (int i = 0; i < PLK_RD_SLOTS; i++) {
+		__atomic_store_n(&s->lock[i], 0, __ATOMIC_RELAXED);
+		s->depth[i] = 0;
+		s->withdraw[i] = 0;
+	}
+	s->nused = 0;
+	s->retracted = 0;
+	/* Release: the next claimer (acquire) sees the slots clear. */
+	__atomic_store_n(&s->owner, (o & ~0xffffffffull) + (1ull << 32), __ATOMIC_RELEASE);
+}
+
+/* Thread exit: give the set back. */
+static void rd_destructor(void *arg)
+{
+	struct plk_rdset *s = arg;
+
+	if (plk_tls_rdset == s)
+		plk_tls_rdset = NULL;
+	set_release(s);
+}
+
+static void rd_key_init(void)
+{
+	rd_key_ready = pthread_key_create(&rd_key, rd_destructor) == 0;
+}
+
+static void hwm_raise(uint32_t n)
+{
+	uint32_t h = __atomic_load_n(&rdsets_hwm, __ATOMIC_RELAXED);
+
+	/* Relaxed: ordered before the owner's first slot store and its
+	 * release increment of a lock word (rdset.h). */
+	while (h < n && !__atomic_compare_exchange_n(&rdsets_hwm, &h, n, 1, __ATOMIC_RELAXED,
+	                                             __ATOMIC_RELAXED))
+		;
+}
+
+struct plk_rdset *plk_rdset_self(void)
+{
+	uint32_t tid = plk_tid();
+
+	if (plk_tls_rdset)
+		return plk_tls_rdset;
+	pthread_once(&rd_key_once, rd_key_init);
+	if (!rd_key_ready)
+		return NULL;
+	for (uint32_t i = 0; i < PLK_RDSETS; i++) {
+		struct plk_rdset *s = &rdsets[i];
+		uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_RELAXED);
+
+		if (owner_tid(o) != 0)
+			continue;
+		if (!__atomic_compare_exchange_n(&s->owner, &o, (o & ~0xffffffffull) + (1ull << 32) + tid,
+		                                 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue;
+		hwm_raise(i + 1);
+		if (pthread_setspecific(rd_key, s) != 0) {
+			set_release(s);
+			return NULL;
+		}
+		plk_tls_rdset = s;
+		return s;
+	}
+	return NULL;
+}
+
+int plk_rdset_readers(const void *lock, pid_t *tids, int max)
+{
+	uint32_t n = __atomic_load_n(&rdsets_hwm, __ATOMIC_ACQUIRE);
+	int found = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct plk_rdset *s = &rdsets[i];
+		uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+
+		if (owner_tid(o) == 0)
+			continue;
+		for (int j = 0; j < PLK_RD_SLOTS; j++) {
+			if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
+				continue;
+			if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
+				break;  /* released meanwhile: not a reader any more */
+			if (found < max)
+				tids[found] = (pid_t)owner_tid(o);
+			found++;
+			break;
+		}
+	}
+	return found;
+}
+
+void plk_rdset_fork_child(void)
+{
+	for (uint32_t i = 0; i < PLK_RDSETS; i++)
+		if (&rdsets[i] != plk_tls_rdset && owner_tid(rdsets[i].owner) != 0)
+			set_release(&rdsets[i]);
+	if (plk_tls_rdset) {
+		uint64_t o = plk_tls_rdset->owner;
+
+		/* The forking thread's new TID. */
+		plk_tls_rdset->owner = (o & ~0xffffffffull) | plk_tid();
+	}
+}

@@ -1,0 +1,728 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rwlock.c - the proxylock rwlock's protocol: the slow paths of read and
+ * write locking, timeouts and unlock; granting; what waiters lend.
+ *
+ * The word's encoding and the fast paths are rwlockword.h's; reader
+ * tracking (read sets) is rdset.h's; attributes, init and destroy are
+ * rwlockattr.c's.  What a queue lends its holders is chain.c's
+ * (plk_rw_lend_update): every queued waiter, reader or writer, lends to
+ * every holder, the writer or each reader.
+ *
+ * Waiters queue in the bucket table under plk_rw_key(rw) and are never
+ * woken to compete: whoever makes the lock grantable grants it under the
+ * bucket (a writer: the word names it; readers: the count includes
+ * them, and each one's reserved slot names the rwlock) and only then
+ * stores HANDED in their park words.  Which waiters are granted (grant()):
+ *   - free, and PREFER_WRITER_NONRECURSIVE or no reader queued: the
+ *     first queued writer;
+ *   - otherwise, not write-held: every queued reader (at most
+ *     GRANT_BATCH per bucket hold; the granter comes back for the rest),
+ *     unless PREFER_WRITER_NONRECURSIVE and a writer is queued.
+ * PREFER_WRITER is PREFER_READER, as in glibc (recursive read locks
+ * must not deadlock behind a waiting writer).
+ *
+ * Invariants (under the bucket lock of rw; docs/design.md argues each):
+ *  RW1  queue(rw) non-empty  =>  PLK_RW_WAITERS set in the word.
+ *  RW2  PLK_RW_WAITERS is cleared only with nobody queued: by the
+ *       release that frees the lock, or by a grant that empties the
+ *       queue when nobody held the lock before it (a grant to readers
+ *       while readers held keeps it: one of those may be inside its
+ *       unlock, slot cleared, lent to).  A waiter leaving an empty queue
+ *       leaves it set, so every holder unlocks through the bucket and
+ *       waits there for its withdrawal's apply (donate.c, I1).
+ *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
+ *       grant nobody, except while a granter that stopped at
+ *       GRANT_BATCH is on its way back to the bucket.
+ *  RW4  A grant shows in the word and in the reader's slot before the
+ *       waiter's park word says HANDED (it may return at once).
+ *  RW5  (no reader missed) a reader's slot names rw from before its
+ *       count increment until before its decrement, both release RMWs;
+ *       a writer sets PLK_RW_WAITERS with an acquire CAS, so its bucket
+ *       hold and every later one sees the slot of every reader counted
+ *       before; later readers fail the fast CAS and are lent to in the
+ *       bucket when they join.  Only a reader inside its unlock, between
+ *       clearing its slot and decrementing, goes unnamed.
+ *  RW6  (no lend after leaving) a lend keyed by rw sits on T only while
+ *       T holds rw with PLK_RW_WAITERS set, or inside unlock(rw) after
+ *       its bucket hold: a reader whose decrement saw the bit takes the
+ *       bucket (later scans see its slot clear), then withdraws.  A
+ *       publication whose CAS failed after the bit appeared is retracted
+ *       and withdrawn (rd_not_reader, or at the last unlock: withdraw[]);
+ *       whoever clears the bit withdraws from every thread a slot names
+ *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "chain.h"
+#include "donate.h"
+#include "rdset.h"
+#include "registry.h"
+#include "rwlockword.h"
+#include "stats.h"
+#include "waitq.h"
+
+#define PLK_RW_SPIN 100
+#define GRANT_BATCH 64
+
+/* Threads granted under a bucket hold, woken after it is dropped. */
+struct grants {
+	int n;
+	struct plk_thread *t[GRANT_BATCH];
+};
+
+/* --- helpers --------------------------------------------------------- */
+
+static bool rw_unusable(const proxylock_rwlock_t *rw, uint32_t w)
+{
+	return !plk_rw_flags_valid(rw) || w == PLK_RW_DESTROYED;
+}
+
+static bool write_held_by(uint32_t w, uint32_t self)
+{
+	return (w & PLK_RW_WRITER) && plk_owned_by_self(w & PLK_RW_VALUE, self);
+}
+
+/* First queued writer of @rw in locked @b, and (in *@reader) whether a
+ * reader is queued. */
+static struct plk_thread *first_writer(struct plk_bucket *b, const proxylock_rwlock_t *rw,
+                                       bool *reader)
+{
+	struct plk_thread *t, *wr = NULL;
+
+	*reader = false;
+	plk_waitq_for_each(b, plk_rw_key(rw), t) {
+		if (t->rw_writer) {
+			if (!wr)
+				wr = t;
+		} else {
+			*reader = true;
+		}
+		if (wr && *reader)
+			break;
+	}
+	return wr;
+}
+
+/* May a new reader join @rw, word @w, now?  Bucket @b locked. */
+static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, uint32_t w)
+{
+	bool reader;
+
+	if (w & PLK_RW_WRITER)
+		return false;
+	if (plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE)
+		return true;
+	return first_writer(b, rw, &reader) == NULL;
+}
+
+/* Change @rw's word under its bucket to @expr, computed from each fresh
+ * value @w: only the fast paths can change it meanwhile (recursive read
+ * holds and their unlocks, while PLK_RW_WAITERS is set). */
+#define word_update(rw, w, expr) do {                                  \
+		(w) = plk_rw_word(rw);                                 \
+		while (!plk_rw_cas((rw), (w), (expr)))                 \
+			(w) = plk_rw_word(rw);                         \
+	} while (0)
+
+/*
+ * @rw's PLK_RW_WAITERS has just been cleared (bucket held; nobody is
+ * queued, so no lend keyed by @rw should be left anywhere).  A slot
+ * naming @rw may belong to a thread between its publication and its
+ * count increment (rwlockword.h), to which a scan lent while the bit
+ * was set; its CAS may still succeed once the word is back to the value
+ * it read (ABA: free, or the same count), and it would then read with a
+ * lend nobody withdraws and unlock by the fast path.  So every lend to
+ * a thread a slot names goes now (applies deferred; for the readers a
+ * grant just made, there is none).  While the bit is clear nobody lends
+ * through @rw; a publisher that joins once it is set again is lent to
+ * then.  The model found this (test/model: BROKEN_RW_ABA, RW6).
+ */
+static void withdraw_publishers(proxylock_rwlock_t *rw)
+{
+	pid_t tids[PLK_RW_LEND_MAX];
+	int n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+
+	for (int i = 0; i < n && i < PLK_RW_LEND_MAX; i++)
+		plk_donate_withdraw_tid(tids[i], rw);
+}
+
+/*
+ * Grant @rw (bucket @b locked) to whom grant rules say, at most
+ * GRANT_BATCH readers; the granted are in @g, woken by the caller
+ * after the bucket is dropped (I5).  Returns true if it stopped at the
+ * batch limit with readers still grantable.
+ */
+static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g)
+{
+	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	struct plk_thread *t, *next, *wr;
+	uint32_t w = plk_rw_word(rw), n = 0;
+	bool reader;
+
+	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
+		return false;
+	wr = first_writer(b, rw, &reader);
+	if ((w & PLK_RW_VALUE) == 0 && wr && (prefer_w || !reader)) {
+		plk_waitq_dequeue(wr);
+		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+
+		/* RW4: the word names it before its park word says so. */
+		word_update(rw, w, PLK_RW_WRITER | (uint32_t)wr->tid | (more ? PLK_RW_WAITERS : 0));
+		if (!more)
+			withdraw_publishers(rw);
+		g->t[g->n++] = wr;
+		plk_rw_lend_update(b, rw);  /* the queue lends to its new holder */
+		plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
+		plk_stat_inc(handoffs);
+		return false;
+	}
+	if (!reader || (prefer_w && wr))
+		return false;
+	cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
+		if (__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED) != plk_rw_key(rw) || t->rw_writer)
+			continue;
+		if (g->n == GRANT_BATCH)
+			return true;
+		if ((w & PLK_RW_VALUE) + n == PLK_RW_READERS_MAX)
+			break;  /* the rest wait for a reader to leave */
+		plk_waitq_dequeue(t);
+		/* Slot first, count after (RW5), both before HANDED (RW4). */
+		if (t->rw_grant_slot)
+			__atomic_store_n(t->rw_grant_slot, (uintptr_t)rw, __ATOMIC_RELAXED);
+		g->t[g->n++] = t;
+		n++;
+	}
+	/* PLK_RW_WAITERS stays while anyone is queued, and also while
+	 * readers from before this grant hold: one of them may be inside
+	 * its unlock with its slot already cleared, lent to by a scan; the
+	 * bit sends it through the bucket and its withdrawal (RW6). */
+	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+	bool keep = more || (w & PLK_RW_VALUE) > 0;
+
+	word_update(rw, w, ((w & PLK_RW_VALUE) + n) | (keep ? PLK_RW_WAITERS : 0));
+	if (keep)
+		plk_rw_lend_update(b, rw);  /* the new readers are lent to too, or
+		                               with nobody queued, nobody is */
+	else
+		withdraw_publishers(rw);
+	for (int i = g->n - (int)n; i < g->n; i++)
+		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
+	return false;
+}
+
+/* Wake @g's threads; the bucket is dropped. */
+static void wake_granted(struct grants *g)
+{
+	for (int i = 0; i < g->n; i++)
+		plk_waitq_unpark(g->t[i]);
+	g->n = 0;
+}
+
+/*
+ * With @rw's bucket @b locked: grant what can be granted, drop the
+ * bucket, wake, flush the lends, and come back for more while a batch
+ * filled up (RW3).
+ */
+static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw)
+{
+	struct grants g = { .n = 0 };
+	bool again;
+
+	for (;;) {
+		again = grant(b, rw, &g);
+		plk_waitq_unlock(b);
+		wake_granted(&g);
+		plk_lend_flush();
+		if (!again)
+			return;
+		plk_rw_lend_prepare(rw);
+		b = plk_waitq_lock(rw);
+	}
+}
+
+/* --- waiting ---------------------------------------------------------- */
+
+/* How a read lock records itself in the caller's read set. */
+struct rd_hold {
+	struct plk_rdset *s;  /* NULL: untracked */
+	int slot;             /* its slot (or -1: untracked) */
+	bool recursive;       /* the slot held @rw already */
+	bool retracted;       /* a publication of ours failed its increment */
+};
+
+/* Find or reserve the caller's slot for @rw (no internal lock held). */
+static void rd_hold_prepare(proxylock_rwlock_t *rw, struct rd_hold *h)
+{
+	h->s = plk_rdset_self();
+	h->recursive = false;
+	h->retracted = false;
+	h->slot = -1;
+	if (!h->s)
+		return;
+	h->retracted = h->s->retracted;  /* the fast path's */
+	h->s->retracted = 0;
+	if ((h->slot = plk_rdset_find(h->s, (uintptr_t)rw)) >= 0)
+		h->recursive = true;
+	else
+		h->slot = plk_rdset_free_slot(h->s);
+}
+
+/* A publication whose increment failed: not a reader after all.  The
+ * slot stays reserved.  A writer may have named us meanwhile (no
+ * synchronisation orders its scan before our store); rd_not_reader()
+ * withdraws that, after our next bucket hold. */
+static void rd_hold_retract(struct rd_hold *h)
+{
+	if (h->slot >= 0 && !h->recursive) {
+		__atomic_store_n(&h->s->lock[h->slot], 0, __ATOMIC_RELAXED);
+		h->retracted = true;
+	}
+}
+
+/*
+ * No internal lock held, after a bucket hold of @rw in which we were
+ * seen not to read-hold @rw (our slot clear or pending): every later
+ * scan sees that, so withdrawing now removes any lend a scan made while
+ * a slot of ours was published without a successful increment (the fast
+ * path's and the spin's failed CAS), or before our last unlock (RW6).
+ */
+static void rd_not_reader(proxylock_rwlock_t *rw)
+{
+	struct plk_thread *me = plk_thread_self_cached();
+
+	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self())))
+		plk_donate_withdraw(me, rw);
+}
+
+/* The read hold was not taken: give back a reserved slot. */
+static void rd_hold_abandon(struct rd_hold *h)
+{
+	if (h->slot >= 0 && !h->recursive)
+		plk_rdset_put(h->s, h->slot);
+}
+
+/* No read hold after all (the bucket was taken since any retraction,
+ * or none happened): give the slot back, withdraw any stale lend. */
+static int rd_fail(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
+{
+	rd_hold_abandon(h);
+	if (h->retracted)
+		rd_not_reader(rw);
+	return err;
+}
+
+/* The read hold was taken (the slot, if any, names the rwlock). */
+static void rd_hold_done(struct rd_hold *h)
+{
+	if (h->slot < 0) {
+		plk_tls_rd_untracked++;
+		plk_stat_inc(chain_truncated);  /* a reader no writer can lend to */
+		return;
+	}
+	h->s->depth[h->slot]++;
+	if (h->retracted && !h->recursive)
+		h->s->withdraw[h->slot] = 1;  /* a stale lend may sit beside the real one */
+}
+
+/* Publish slot @h before the increment that makes us a reader (RW5). */
+static void rd_hold_publish(proxylock_rwlock_t *rw, struct rd_hold *h, uintptr_t tag)
+{
+	if (h->slot >= 0 && !h->recursive)
+		__atomic_store_n(&h->s->lock[h->slot], (uintptr_t)rw | tag, __ATOMIC_RELAXED);
+}
+
+/*
+ * Our wait on @rw ended without a grant (deadline): leave, under the
+ * bucket.  Returns 0 if we were granted meanwhile, else ETIMEDOUT.  Our
+ * leaving may make others grantable (a writer that blocked readers
+ * behind it), and changes what the queue lends (or, emptying it,
+ * withdraws every holder's entry; PLK_RW_WAITERS stays: RW2).
+ */
+static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_hold *h)
+{
+	struct plk_bucket *b;
+
+	plk_rw_lend_prepare(rw);
+	b = plk_waitq_lock(rw);
+	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
+		plk_waitq_unlock(b);
+		return 0;
+	}
+	plk_waitq_dequeue(me);
+	if (h)
+		rd_hold_abandon(h);  /* the pending slot: never a reader's */
+	plk_rw_lend_update(b, rw);
+	grant_and_unlock(b, rw);
+	return ETIMEDOUT;
+}
+
+/*
+ * Queued on @rw (bucket dropped): sleep until granted or @abstime.
+ * Returns 0 (granted) or ETIMEDOUT.
+ */
+static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t clock,
+                   const struct timespec *abstime, struct rd_hold *h)
+{
+	bool timedout = false;
+	uint32_t st;
+
+	plk_stat_inc(sleeps);
+	do
+		st = plk_waitq_park(me, clock, abstime, &timedout);
+	while (st == PLK_PARK_WAITING && !timedout);
+	if (st == PLK_PARK_HANDED)
+		return 0;
+	return rw_timedout(rw, me, h);
+}
+
+/* Out of memory for a record: wait without queueing (no donation). */
+static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
+                       const struct timespec *abstime, struct rd_hold *h)
+{
+	uint32_t self = plk_tid();
+
+	for (;;) {
+		uint32_t w = plk_rw_word(rw);
+
+		if (write ? w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self) :
+		    !(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX &&
+		    (rd_hold_publish(rw, h, 0), plk_rw_cas(rw, w, w + 1)))
+			return 0;
+		if (!write)
+			rd_hold_publish(rw, h, PLK_RD_PENDING);
+		if (abstime && plk_deadline_passed(clock, abstime))
+			return ETIMEDOUT;
+		sched_yield();
+	}
+}
+
+/* --- read lock -------------------------------------------------------- */
+
+/*
+ * Take a read hold of @rw after a failed fast path.  @try: EBUSY
+ * instead of waiting.  Clock and deadline as for mutexes.
+ */
+static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
+                       const struct timespec *abstime)
+{
+	uint32_t self = plk_tid(), w = plk_rw_word(rw);
+	struct plk_thread *me = NULL;
+	struct plk_bucket *b;
+	struct rd_hold h;
+	int err;
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (write_held_by(w, self))
+		return try ? EBUSY : EDEADLK;
+	rd_hold_prepare(rw, &h);
+	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
+		return EAGAIN;
+	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
+		w = plk_rw_word(rw);
+		if (w & PLK_RW_WAITERS)
+			break;  /* others are queued: go and see whether we may join */
+		if (!(w & PLK_RW_WRITER) && w != PLK_RW_READERS_MAX) {
+			rd_hold_publish(rw, &h, 0);
+			if (plk_rw_cas(rw, w, w + 1)) {
+				rd_hold_done(&h);
+				return 0;
+			}
+			/* Published across a count change only (no scan can
+			 * have run): keep it; else retract. */
+			w = plk_rw_word(rw);
+			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
+				continue;
+			rd_hold_retract(&h);
+		}
+		plk_cpu_relax();
+	}
+	if (!try) {
+		plk_stat_inc(contended);
+		if (abstime && !plk_timespec_valid(abstime)) {
+			rd_hold_abandon(&h);
+			return EINVAL;
+		}
+		if (!(me = plk_thread_self())) {
+			err = rw_yielding(rw, false, clock, abstime, &h);
+			if (err == 0)
+				rd_hold_done(&h);
+			else
+				rd_hold_abandon(&h);
+			return err;
+		}
+		if (plk_rw_lend_kinds(rw))
+			plk_donate_waiter_refresh(me);
+	}
+	for (;;) {
+		plk_rw_lend_prepare(rw);
+		b = plk_waitq_lock(rw);
+		w = plk_rw_word(rw);
+		if (rw_unusable(rw, w)) {
+			plk_waitq_unlock(b);
+			return rd_fail(rw, &h, EINVAL);
+		}
+		if (reader_may_join(b, rw, w)) {
+			if ((w & PLK_RW_VALUE) == PLK_RW_READERS_MAX) {
+				plk_waitq_unlock(b);
+				return rd_fail(rw, &h, EAGAIN);
+			}
+			rd_hold_publish(rw, &h, 0);
+			if (!plk_rw_cas(rw, w, w + 1)) {
+				rd_hold_retract(&h);
+				plk_waitq_unlock(b);
+				continue;
+			}
+			if (w & PLK_RW_WAITERS)
+				plk_rw_lend_update(b, rw);  /* the queue lends to us too */
+			plk_waitq_unlock(b);
+			plk_lend_flush();
+			rd_hold_done(&h);
+			return 0;
+		}
+		if (try) {
+			plk_waitq_unlock(b);
+			return rd_fail(rw, &h, EBUSY);
+		}
+		if (!(w & PLK_RW_WAITERS) && !plk_rw_cas(rw, w, w | PLK_RW_WAITERS)) {
+			plk_waitq_unlock(b);
+			continue;
+		}
+		rd_hold_publish(rw, &h, PLK_RD_PENDING);
+		me->rw_writer = false;
+		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
+		me->enq_ns = plk_now_ns();
+		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
+		plk_rw_lend_update(b, rw);
+		plk_waitq_unlock(b);
+		plk_lend_flush();
+		if (h.retracted)
+			rd_not_reader(rw);
+		if ((err = rw_park(rw, me, clock, abstime, &h)) == 0)
+			rd_hold_done(&h);
+		return err;
+	}
+}
+
+/* --- write lock ------------------------------------------------------- */
+
+static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
+                       const struct timespec *abstime)
+{
+	uint32_t self = plk_tid(), w = plk_rw_word(rw);
+	struct plk_thread *me = NULL;
+	struct plk_bucket *b;
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (write_held_by(w, self))
+		return try ? EBUSY : EDEADLK;
+	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
+		w = plk_rw_word(rw);
+		if (w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self))
+			return 0;
+		if (w & PLK_RW_WAITERS)
+			break;
+		plk_cpu_relax();
+	}
+	if (!try) {
+		plk_stat_inc(contended);
+		if (abstime && !plk_timespec_valid(abstime))
+			return EINVAL;
+		if (!(me = plk_thread_self()))
+			return rw_yielding(rw, true, clock, abstime, NULL);
+		if (plk_rw_lend_kinds(rw))
+			plk_donate_waiter_refresh(me);
+	}
+	for (;;) {
+		plk_rw_lend_prepare(rw);
+		b = plk_waitq_lock(rw);
+		w = plk_rw_word(rw);
+		if (rw_unusable(rw, w)) {
+			plk_waitq_unlock(b);
+			return EINVAL;
+		}
+		if ((w & ~PLK_RW_WAITERS) == 0) {
+			/* Free (RW3: nobody queued, so PLK_RW_WAITERS is not set
+			 * outside a release's bucket hold; kept if it were). */
+			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+
+			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
+				plk_waitq_unlock(b);
+				continue;
+			}
+			if (more)
+				plk_rw_lend_update(b, rw);
+			plk_waitq_unlock(b);
+			plk_lend_flush();
+			return 0;
+		}
+		if (try) {
+			plk_waitq_unlock(b);
+			return EBUSY;
+		}
+		/* Acquire (plk_rw_cas): we synchronise with every reader's
+		 * release increment before it, so the scan in
+		 * plk_rw_lend_update sees their slots (RW5). */
+		if (!(w & PLK_RW_WAITERS) && !plk_rw_cas(rw, w, w | PLK_RW_WAITERS)) {
+			plk_waitq_unlock(b);
+			continue;
+		}
+		me->rw_writer = true;
+		me->rw_grant_slot = NULL;
+		me->enq_ns = plk_now_ns();
+		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
+		plk_rw_lend_update(b, rw);
+		plk_waitq_unlock(b);
+		plk_lend_flush();
+		return rw_park(rw, me, clock, abstime, NULL);
+	}
+}
+
+/* --- unlock ----------------------------------------------------------- */
+
+/*
+ * Release a hold of @rw with PLK_RW_WAITERS set (or seen set): under the
+ * bucket, the writer's word goes to free, a reader's count down; if that
+ * freed the lock, grant it (or, nobody queued, clear PLK_RW_WAITERS:
+ * RW2).  Then, with no lock held, withdraw what we were lent (RW6).
+ */
+static void unlock_slow(proxylock_rwlock_t *rw, bool write)
+{
+	struct plk_bucket *b;
+	uint32_t w;
+
+	plk_rw_lend_prepare(rw);
+	b = plk_waitq_lock(rw);
+	if (write)
+		word_update(rw, w, w & PLK_RW_WAITERS);
+	else
+		word_update(rw, w, w - 1);
+	if ((plk_rw_word(rw) & ~PLK_RW_WAITERS) == 0 && !plk_waitq_first(b, plk_rw_key(rw))) {
+		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
+		withdraw_publishers(rw);
+	}
+	grant_and_unlock(b, rw);
+	rd_not_reader(rw);  /* not a holder any more, of either kind */
+}
+
+/* Unlock after plk_rw_rdunlock_fast found no read hold of ours with a
+ * slot: a write hold, an untracked read hold, or none (EPERM). */
+static __attribute__((noinline)) int unlock_other(proxylock_rwlock_t *rw)
+{
+	uint32_t self = plk_tid(), w = plk_rw_word(rw);
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (write_held_by(w, self)) {
+		if (!plk_rw_wrunlock_fast(rw))
+			unlock_slow(rw, true);
+		return 0;
+	}
+	/* No slot: an untracked read hold (the overflow rule), or none. */
+	if (plk_tls_rd_untracked == 0 || (w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) == 0)
+		return EPERM;
+	plk_tls_rd_untracked--;
+	do {
+		if (w & PLK_RW_WAITERS) {
+			unlock_slow(rw, false);
+			return 0;
+		}
+	} while (!plk_rw_cas(rw, w, w - 1) && ((w = plk_rw_word(rw)), 1));
+	return 0;
+}
+
+/* --- the public calls ------------------------------------------------- */
+
+static bool clock_ok(clockid_t clock)
+{
+	return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+int proxylock_rwlock_rdlock(proxylock_rwlock_t *rw)
+{
+	if (__builtin_expect(!rw, 0))
+		return EINVAL;
+	if (plk_rw_rdlock_fast(rw))
+		return 0;
+	return rdlock_slow(rw, false, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw)
+{
+	if (!rw)
+		return EINVAL;
+	if (plk_rw_rdlock_fast(rw))
+		return 0;
+	return rdlock_slow(rw, true, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
+                                 const struct timespec *abstime)
+{
+	if (!rw || !clock_ok(clock))
+		return EINVAL;
+	if (plk_rw_rdlock_fast(rw))
+		return 0;
+	if (!abstime)
+		return EINVAL;
+	return rdlock_slow(rw, false, clock, abstime);
+}
+
+int proxylock_rwlock_timedrdlock(proxylock_rwlock_t *rw, const struct timespec *abstime)
+{
+	return proxylock_rwlock_clockrdlock(rw, CLOCK_REALTIME, abstime);
+}
+
+int proxylock_rwlock_wrlock(proxylock_rwlock_t *rw)
+{
+	if (__builtin_expect(!rw, 0))
+		return EINVAL;
+	if (plk_rw_wrlock_fast(rw))
+		return 0;
+	return wrlock_slow(rw, false, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_rwlock_trywrlock(proxylock_rwlock_t *rw)
+{
+	if (!rw)
+		return EINVAL;
+	if (plk_rw_wrlock_fast(rw))
+		return 0;
+	return wrlock_slow(rw, true, CLOCK_REALTIME, NULL);
+}
+
+int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
+                                 const struct timespec *abstime)
+{
+	if (!rw || !clock_ok(clock))
+		return EINVAL;
+	if (plk_rw_wrlock_fast(rw))
+		return 0;
+	if (!abstime)
+		return EINVAL;
+	return wrlock_slow(rw, false, clock, abstime);
+}
+
+int proxylock_rwlock_timedwrlock(proxylock_rwlock_t *rw, const struct timespec *abstime)
+{
+	return proxylock_rwlock_clockwrlock(rw, CLOCK_REALTIME, abstime);
+}
+
+int proxylock_rwlock_unlock(proxylock_rwlock_t *rw)
+{
+	if (__builtin_expect(!rw, 0))
+		return EINVAL;
+	switch (plk_rw_rdunlock_fast(rw)) {
+	case PLK_RD_DONE:
+		return 0;
+	case PLK_RD_CLEARED:
+		unlock_slow(rw, false);
+		return 0;
+	}
+	return unlock_other(rw);
+}

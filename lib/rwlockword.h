@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rwlockword.h - the proxylock rwlock's lock word: its encoding, the
+ * accessors every layer reads it with, and the fast paths (one CAS on
+ * the word plus the caller's read set, rdset.h).  The protocol that
+ * writes it under a bucket lock, and its invariants RW1-RW6, head
+ * rwlock.c; docs/design.md has both at length.
+ *
+ * Lock word (32 bits):
+ *
+ *   bit 31      PLK_RW_WAITERS: some thread is queued on this rwlock (or
+ *               was, until the release that frees it); every path that
+ *               would change who holds it goes through the bucket
+ *   bit 30      PLK_RW_WRITER: held for writing, bits 0..29 are the
+ *               writer's TID (the mutex word's convention, so
+ *               plk_owner_tid_locked() names it); PLK_TID_DESTROYED
+ *               there: destroyed
+ *   bits 0..29  without PLK_RW_WRITER: the number of read holds (0 free)
+ *
+ * __flags: the preference kind (glibc's numbers) in bits 0..1, the kinds
+ * not lent from bit 24 (as a mutex's).  Waiters queue in the bucket
+ * table under the rwlock's address | PLK_RW_TAG (registry.h).
+ *
+ * Fast paths: rdlock publishes the rwlock in a free slot of the caller's
+ * read set (a relaxed store), then CASes the word from a value with
+ * neither PLK_RW_WRITER nor PLK_RW_WAITERS to one more reader, with
+ * acquire (the critical section) and release (the slot before the
+ * count: a writer that later sets PLK_RW_WAITERS with an acquire RMW
+ * sees the slot).  Unlock of the last read hold of a thread clears the
+ * slot first, then CASes the count down with release, unless
+ * PLK_RW_WAITERS is set (slow path).  wrlock is one CAS 0 -> WRITER|TID,
+ * unlock one CAS back to 0.  None touches the registry or makes a
+ * syscall; a thread's first read lock claims its read set (slow path).
+ */
+#ifndef PLK_RWLOCKWORD_H
+#define PLK_RWLOCKWORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lockword.h"
+#include "proxylock.h"
+#include "rdset.h"
+#include "registry.h"
+
+#define PLK_RW_WAITERS 0x80000000u
+#define PLK_RW_WRITER 0x40000000u
+#define PLK_RW_VALUE 0x3fffffffu          /* writer TID or reader count */
+#define PLK_RW_READERS_MAX PLK_RW_VALUE
+#define PLK_RW_DESTROYED (PLK_RW_WRITER | PLK_TID_DESTROYED)
+
+#define PLK_RW_KIND_MASK 0x3u
+#define PLK_RW_FLAGS_KNOWN (PLK_RW_KIND_MASK | \
+                            ((uint32_t)PROXYLOCK_DONATE_ALL << PLK_NODONATE_SHIFT))
+
+/** plk_rw_word - @rw's lock word (acquire). */
+static inline uint32_t plk_rw_word(const proxylock_rwlock_t *rw)
+{
+	return __atomic_load_n(&rw->__word, __ATOMIC_ACQUIRE);
+}
+
+/** plk_rw_cas - CAS @rw's word from @expect to @want (acquire and
+ * release: any change of the word may publish a slot or a critical
+ * section, and every change is an RMW, so release sequences hold). */
+static inline bool plk_rw_cas(proxylock_rwlock_t *rw, uint32_t expect, uint32_t want)
+{
+	return __atomic_compare_exchange_n(&rw->__word, &expect, want, 0,
+	                                   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/** plk_rw_key - the wait-queue key (blocked_on) of @rw's waiters. */
+static inline void *plk_rw_key(const proxylock_rwlock_t *rw)
+{
+	return (char *)rw + PLK_RW_TAG;
+}
+
+/** plk_rw_kind - @rw's preference kind, PROXYLOCK_RWLOCK_PREFER_*. */
+static inline int plk_rw_kind(const proxylock_rwlock_t *rw)
+{
+	return (int)(rw->__flags & PLK_RW_KIND_MASK);
+}
+
+/** plk_rw_flags_valid - false for storage no init wrote. */
+static inline bool plk_rw_flags_valid(const proxylock_rwlock_t *rw)
+{
+	return (rw->__flags & ~PLK_RW_FLAGS_KNOWN) == 0 &&
+	       plk_rw_kind(rw) <= PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+}
+
+/* --- fast paths ------------------------------------------------------ */
+
+/* A new read hold of @rw in slot @i of @s: publish, then count. */
+static inline bool plk_rw_rdlock_fast_new(proxylock_rwlock_t *rw, struct plk_rdset *s)
+{
+	uint32_t w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+	int i;
+
+	if ((w & (PLK_RW_WRITER | PLK_RW_WAITERS)) || w == PLK_RW_READERS_MAX ||
+	    (i = plk_rdset_free_slot(s)) < 0)
+		return false;
+	__atomic_store_n(&s->lock[i], (uintptr_t)rw, __ATOMIC_RELAXED);
+	do {
+		if (__atomic_compare_exchange_n(&rw->__word, &w, w + 1, 1, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_RELAXED)) {
+			s->depth[i] = 1;
+			return true;
+		}
+		/* Another reader moved the count: try again, still published
+		 * (no scan can have run while PLK_RW_WAITERS stayed clear). */
+	} while (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX);
+	/* Not a reader.  A writer's scan may have seen the slot meanwhile:
+	 * the slow path withdraws that (rwlock.c, rd_not_reader). */
+	plk_rdset_put(s, i);
+	s->retracted = 1;
+	return false;
+}
+
+/** plk_rw_rdlock_fast - one read hold without waiting, or false. */
+static inline bool plk_rw_rdlock_fast(proxylock_rwlock_t *rw)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+	uint32_t w;
+	int i;
+
+	if (__builtin_expect(!s, 0))
+		return false;
+	if (__builtin_expect(s->nused == 0, 1) || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
+		return plk_rw_rdlock_fast_new(rw, s);
+	/* Recursive: we are a reader already (named, lent to as one). */
+	w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+	if ((w & (PLK_RW_WRITER | PLK_RW_WAITERS)) || w == PLK_RW_READERS_MAX ||
+	    s->depth[i] == UINT32_MAX ||
+	    !__atomic_compare_exchange_n(&rw->__word, &w, w + 1, 0, __ATOMIC_ACQUIRE,
+	                                 __ATOMIC_RELAXED))
+		return false;
+	s->depth[i]++;
+	return true;
+}
+
+/* What plk_rw_rdunlock_fast did. */
+enum { PLK_RD_SLOW = 0, PLK_RD_DONE = 1, PLK_RD_CLEARED = 2 };
+
+/**
+ * plk_rw_rdunlock_fast - drop one read hold of @rw.  PLK_RD_DONE: done.
+ * PLK_RD_SLOW: nothing changed (no slot for @rw: a write hold, an
+ * untracked read hold, or none).  PLK_RD_CLEARED: it was the caller's
+ * last hold, its slot is cleared, but PLK_RW_WAITERS is set, so the
+ * decrement is the slow path's (rwlock.c).  A recursive hold is a plain
+ * decrement: the count stays above 0, nobody is released or woken.
+ */
+static inline int plk_rw_rdunlock_fast(proxylock_rwlock_t *rw)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+	uint32_t w;
+	int i;
+
+	if (__builtin_expect(!s, 0) || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
+		return PLK_RD_SLOW;
+	w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+	if (s->depth[i] > 1) {
+		do
+			if ((w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) < 2)
+				return PLK_RD_SLOW;  /* not ours to decrement: misuse */
+		while (!__atomic_compare_exchange_n(&rw->__word, &w, w - 1, 1, __ATOMIC_RELEASE,
+		                                    __ATOMIC_RELAXED));
+		s->depth[i]--;
+		return PLK_RD_DONE;
+	}
+	if ((w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) == 0)
+		return PLK_RD_SLOW;
+	if (__builtin_expect(s->withdraw[i], 0)) {
+		plk_rdset_put(s, i);
+		return PLK_RD_CLEARED;  /* a lend may be left from a retraction */
+	}
+	/* Cleared before the decrement (release orders it): a writer that
+	 * sets PLK_RW_WAITERS after the decrement never names us. */
+	plk_rdset_put(s, i);
+	do
+		if (w & PLK_RW_WAITERS)
+			return PLK_RD_CLEARED;
+	while (!__atomic_compare_exchange_n(&rw->__word, &w, w - 1, 1, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED));
+	return PLK_RD_DONE;
+}
+
+/** plk_rw_wrlock_fast - one CAS 0 -> WRITER|TID. */
+static inline bool plk_rw_wrlock_fast(proxylock_rwlock_t *rw)
+{
+	uint32_t zero = 0;
+
+	return __atomic_compare_exchange_n(&rw->__word, &zero, PLK_RW_WRITER | plk_tid(), 0,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/** plk_rw_wrunlock_fast - one CAS WRITER|TID -> 0. */
+static inline bool plk_rw_wrunlock_fast(proxylock_rwlock_t *rw)
+{
+	uint32_t self = PLK_RW_WRITER | plk_tid();
+
+	return __atomic_compare_exchange_n(&rw->__word, &self, 0, 0, __ATOMIC_RELEASE,
+	                                   __ATOMIC_RELAXED);
+}
+
+#endif /* PLK_RWLOCKWORD_H */

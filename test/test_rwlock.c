@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rwlock.c - proxy-aware rwlocks: POSIX behaviour (readers share,
+ * writers exclude, trylock EBUSY, timeouts, EINVAL, EDEADLK, EPERM,
+ * destroy while held), glibc's preference kinds, and donation in both
+ * directions, checked against the kernel's view (sched_getattr,
+ * sched_getaffinity), never the library's bookkeeping.  Donation tests
+ * need 2 CPUs and the privilege to lower nice (root).
+ */
+#include "helpers.h"
+
+/* --- a driven thread, as actor.h's, speaking rwlock ------------------- */
+
+enum { RW_NONE, RW_RD, RW_WR, RW_TIMEDRD, RW_TIMEDWR, RW_TRYRD, RW_UNLOCK, RW_MLOCK,
+       RW_MUNLOCK, RW_EXIT, RW_QUIT };
+
+struct rwa {
+	pthread_t th;
+	pid_t tid;
+	int nice, cpu;
+	struct kview base, after;
+	int cmd, done, rc;
+	void *arg;
+	long timeout_ns;
+};
+
+static void *rwa_main(void *p)
+{
+	struct rwa *a = p;
+
+	a->tid = gettid_();
+	if (a->cpu >= 0)
+		pin_self(a->cpu);
+	set_nice_self(a->nice);
+	a->base = kview_of(0);
+	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		int cmd;
+		struct timespec dl;
+
+		while ((cmd = __atomic_load_n(&a->cmd, __ATOMIC_ACQUIRE)) == RW_NONE)
+			usleep(100);
+		switch (cmd) {
+		case RW_RD:
+			a->rc = proxylock_rwlock_rdlock(a->arg);
+			break;
+		case RW_WR:
+			a->rc = proxylock_rwlock_wrlock(a->arg);
+			break;
+		case RW_TIMEDRD:
+			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
+			a->rc = proxylock_rwlock_clockrdlock(a->arg, CLOCK_MONOTONIC, &dl);
+			break;
+		case RW_TIMEDWR:
+			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
+			a->rc = proxylock_rwlock_clockwrlock(a->arg, CLOCK_MONOTONIC, &dl);
+			break;
+		case RW_TRYRD:
+			a->rc = proxylock_rwlock_tryrdlock(a->arg);
+			break;
+		case RW_UNLOCK:
+			a->rc = proxylock_rwlock_unlock(a->arg);
+			break;
+		case RW_MLOCK:
+			a->rc = proxylock_mutex_lock(a->arg);
+			break;
+		case RW_MUNLOCK:
+			a->rc = proxylock_mutex_unlock(a->arg);
+			break;
+		case RW_EXIT:
+		case RW_QUIT:
+			return NULL;
+		}
+		a->after = kview_of(0);
+		__atomic_store_n(&a->cmd, RW_NONE, __ATOMIC_RELAXED);
+		__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+static void rwa_start(struct rwa *a, int nice, int cpu)
+{
+	memset(a, 0, sizeof(*a));
+	a->nice = nice;
+	a->cpu = cpu;
+	ck_assert_int_eq(pthread_create(&a->th, NULL, rwa_main, a), 0);
+	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE))
+		usleep(100);
+}
+
+static void rwa_post(struct rwa *a, int cmd, void *arg)
+{
+	a->arg = arg;
+	__atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->cmd, cmd, __ATOMIC_RELEASE);
+}
+
+static int rwa_wait(struct rwa *a)
+{
+	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
+	              "thread %d stuck in command %d", a->tid, a->cmd);
+	return a->rc;
+}
+
+static void rwa_do(struct rwa *a, int cmd, void *arg, int want)
+{
+	rwa_post(a, cmd, arg);
+	ck_assert_int_eq(rwa_wait(a), want);
+}
+
+static uint64_t sleeps_so_far(void)
+{
+	struct proxylock_stats st;
+
+	proxylock_stats_get(&st);
+	return st.sleeps;
+}
+
+/* Post a lock that blocks; return once the thread sleeps queued in it. */
+static void rwa_block(struct rwa *a, int cmd, void *arg)
+{
+	uint64_t before = sleeps_so_far();
+
+	rwa_post(a, cmd, arg);
+	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
+	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
+	              "thread %d did not block", a->tid);
+}
+
+static void rwa_quit(struct rwa *a)
+{
+	rwa_post(a, RW_QUIT, NULL);
+	pthread_join(a->th, NULL);
+}
+
+static void require_two_cpus_and_nice(void)
+{
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
+	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
+}
+
+/* Is thread @tid running as a nice-0 thread on CPU 0 only (lent to)? */
+static bool lent_to(pid_t tid)
+{
+	struct kview v = kview_of(tid);
+
+	return v.nice == 0 && affinity_is(tid, 0, -1);
+}
+
+/* Is thread @a exactly at its base, in the kernel's view? */
+static bool at_base(struct rwa *a)
+{
+	struct kview v = kview_of(a->tid);
+
+	return kview_equal(&v, &a->base);
+}
+
+static void *trywr(void *arg)
+{
+	return (void *)(intptr_t)proxylock_rwlock_trywrlock(arg);
+}
+
+static int trywr_elsewhere(proxylock_rwlock_t *rw)
+{
+	pthread_t t;
+	void *rc;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, trywr, rw), 0);
+	pthread_join(t, &rc);
+	return (int)(intptr_t)rc;
+}
+
+/* --- POSIX behaviour ------------------------------------------------- */
+
+START_TEST(readers_share_and_a_writer_excludes_everyone)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa a, b;
+
+	rwa_start(&a, 0, -1);
+	rwa_start(&b, 0, -1);
+	rwa_do(&a, RW_RD, &rw, 0);
+	rwa_do(&b, RW_RD, &rw, 0);               /* readers share */
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EBUSY);
+	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EBUSY);  /* b still reads */
+	rwa_do(&b, RW_UNLOCK, &rw, 0);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), 0);
+	rwa_do(&a, RW_TRYRD, &rw, EBUSY);        /* the writer excludes readers */
+	ck_assert_int_eq(trywr_elsewhere(&rw), EBUSY);  /* and writers */
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&a);
+	rwa_quit(&b);
+}
+END_TEST
+
+START_TEST(a_blocked_writer_gets_the_lock_when_the_last_reader_leaves)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r1, r2, w;
+
+	rwa_start(&r1, 0, -1);
+	rwa_start(&r2, 0, -1);
+	rwa_start(&w, 0, -1);
+	rwa_do(&r1, RW_RD, &rw, 0);
+	rwa_do(&r2, RW_RD, &rw, 0);
+	rwa_block(&w, RW_WR, &rw);
+	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	usleep(20000);
+	ck_assert(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));  /* r2 still reads */
+	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	ck_assert_int_eq(rwa_wait(&w), 0);
+	rwa_do(&r1, RW_TRYRD, &rw, EBUSY);
+	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&r1);
+	rwa_quit(&r2);
+	rwa_quit(&w);
+}
+END_TEST
+
+START_TEST(blocked_readers_all_enter_together_when_the_writer_leaves)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r[3];
+
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
+	for (int i = 0; i < 3; i++) {
+		rwa_start(&r[i], 0, -1);
+		rwa_block(&r[i], RW_RD, &rw);
+	}
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(rwa_wait(&r[i]), 0);
+	ck_assert_uint_eq(rw.__word, 3);  /* three read holds, nobody queued */
+	for (int i = 0; i < 3; i++) {
+		rwa_do(&r[i], RW_UNLOCK, &rw, 0);
+		rwa_quit(&r[i]);
+	}
+	ck_assert_uint_eq(rw.__word, 0);
+}
+END_TEST
+
+START_TEST(timed_locks_time_out_and_refuse_bad_deadlines_and_clocks)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct timespec bad = { .tv_sec = 0, .tv_nsec = 1000000000L }, past = { 0, 0 };
+	struct rwa a;
+	uint64_t t0;
+
+	rwa_start(&a, 0, -1);
+	rwa_do(&a, RW_RD, &rw, 0);
+	/* Could be taken at once: the deadline is not looked at. */
+	ck_assert_int_eq(proxylock_rwlock_timedrdlock(&rw, &bad), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	/* Would block: a bad deadline is EINVAL, a past one ETIMEDOUT. */
+	ck_assert_int_eq(proxylock_rwlock_timedwrlock(&rw, &bad), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_timedwrlock(&rw, &past), ETIMEDOUT);
+	ck_assert_int_eq(proxylock_rwlock_clockwrlock(&rw, CLOCK_PROCESS_CPUTIME_ID, &past), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_clockrdlock(&rw, CLOCK_THREAD_CPUTIME_ID, &past), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, NULL), EINVAL);
+	t0 = mono_ns();
+	struct timespec dl = abstime_in(CLOCK_MONOTONIC, 50000000);
+
+	ck_assert_int_eq(proxylock_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+	ck_assert_uint_ge(mono_ns() - t0, 50000000);
+	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);  /* the timed-out writer left no bit behind */
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
+	dl = abstime_in(CLOCK_REALTIME, 30000000);
+	a.timeout_ns = 30000000;
+	rwa_do(&a, RW_TIMEDRD, &rw, ETIMEDOUT);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&a);
+}
+END_TEST
+
+START_TEST(destroy_while_held_is_ebusy_and_a_destroyed_rwlock_is_einval)
+{
+	proxylock_rwlock_t rw;
+	struct timespec dl = abstime_in(CLOCK_REALTIME, 1000000);
+
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, NULL), 0);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_destroy(&rw), EBUSY);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_destroy(&rw), EBUSY);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_destroy(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_destroy(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_tryrdlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_timedrdlock(&rw, &dl), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_timedwrlock(&rw, &dl), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, NULL), 0);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	/* NULL and garbage storage are refused without a write. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(NULL), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_unlock(NULL), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_init(NULL, NULL), EINVAL);
+	memset(&rw, 0xa5, sizeof(rw));
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_tryrdlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_destroy(&rw), EINVAL);
+	ck_assert_uint_eq(rw.__word, 0xa5a5a5a5u);
+}
+END_TEST
+
+START_TEST(relocking_for_writing_or_reading_while_writing_is_edeadlk_trylock_ebusy)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), EDEADLK);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), EDEADLK);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EBUSY);
+	ck_assert_int_eq(proxylock_rwlock_tryrdlock(&rw), EBUSY);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_uint_eq(rw.__word, 0);
+}
+END_TEST
+
+START_TEST(unlock_by_a_thread_that_holds_nothing_is_eperm_and_changes_nothing)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa a;
+
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* free */
+	rwa_start(&a, 0, -1);
+	rwa_do(&a, RW_RD, &rw, 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's read hold */
+	ck_assert_uint_eq(rw.__word, 1);
+	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	rwa_do(&a, RW_UNLOCK, &rw, EPERM);                      /* once too often */
+	rwa_do(&a, RW_WR, &rw, 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's write hold */
+	ck_assert_uint_ne(rw.__word, 0);
+	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&a);
+}
+END_TEST
+
+START_TEST(read_holds_overflowing_the_count_are_eagain)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+
+	/* 2^30 - 1 read holds from elsewhere, set by hand: the count is the
+	 * word's low 30 bits (docs/design.md). */
+	rw.__word = 0x3fffffff;
+	ck_assert_int_eq(proxylock_rwlock_tryrdlock(&rw), EAGAIN);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), EAGAIN);
+	ck_assert_uint_eq(rw.__word, 0x3fffffff);
+	rw.__word = 0x3ffffffe;
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_uint_eq(rw.__word, 0x3fffffff);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_uint_eq(rw.__word, 0x3ffffffe);
+}
+END_TEST
+
+START_TEST(attributes_validate_and_init_applies_them)
+{
+	proxylock_rwlockattr_t at;
+	proxylock_rwlock_t rw;
+	int kind;
+	unsigned kinds;
+
+	ck_assert_int_eq(proxylock_rwlockattr_init(&at), 0);
+	ck_assert_int_eq(proxylock_rwlockattr_getkind(&at, &kind), 0);
+	ck_assert_int_eq(kind, PROXYLOCK_RWLOCK_PREFER_READER);
+	ck_assert_int_eq(proxylock_rwlockattr_setkind(&at, 3), EINVAL);
+	ck_assert_int_eq(proxylock_rwlockattr_setkind(&at, -1), EINVAL);
+	ck_assert_int_eq(proxylock_rwlockattr_setkind(&at, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE), 0);
+	ck_assert_int_eq(proxylock_rwlockattr_setdonate(&at, 0x10), EINVAL);
+	ck_assert_int_eq(proxylock_rwlockattr_setdonate(&at, PROXYLOCK_DONATE_AFFINITY), 0);
+	ck_assert_int_eq(proxylock_rwlockattr_getdonate(&at, &kinds), 0);
+	ck_assert_uint_eq(kinds, PROXYLOCK_DONATE_AFFINITY);
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, &at), 0);
+	ck_assert_uint_eq(rw.__flags & 3, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE);
+	ck_assert_int_eq(proxylock_rwlockattr_destroy(&at), 0);
+	ck_assert_int_eq(proxylock_rwlockattr_destroy(&at), EINVAL);
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, &at), EINVAL);
+	/* glibc's layout: 56 bytes, the kind where glibc's initializers put it. */
+	ck_assert_uint_eq(sizeof(proxylock_rwlock_t), sizeof(pthread_rwlock_t));
+	pthread_rwlock_t g = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+	memcpy(&rw, &g, sizeof(rw));
+	ck_assert_uint_eq(rw.__flags, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+}
+END_TEST
+
+/* --- preference kinds ------------------------------------------------ */
+
+/* A reader holds, a writer waits: may a new reader enter, and may the
+ * holder read-lock again? */
+static void preference_scenario(int kind, int want_new_reader)
+{
+	proxylock_rwlockattr_t at;
+	proxylock_rwlock_t rw;
+	struct rwa r, w, n;
+
+	proxylock_rwlockattr_init(&at);
+	proxylock_rwlockattr_setkind(&at, kind);
+	proxylock_rwlock_init(&rw, &at);
+	rwa_start(&r, 0, -1);
+	rwa_start(&w, 0, -1);
+	rwa_start(&n, 0, -1);
+	rwa_do(&r, RW_RD, &rw, 0);
+	rwa_block(&w, RW_WR, &rw);
+	rwa_do(&n, RW_TRYRD, &rw, want_new_reader);
+	if (want_new_reader == 0) {
+		rwa_do(&r, RW_RD, &rw, 0);   /* recursive: never behind the writer */
+		rwa_do(&r, RW_UNLOCK, &rw, 0);
+		rwa_do(&n, RW_UNLOCK, &rw, 0);
+	}
+	rwa_do(&r, RW_UNLOCK, &rw, 0);
+	ck_assert_int_eq(rwa_wait(&w), 0);
+	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&r);
+	rwa_quit(&w);
+	rwa_quit(&n);
+}
+
+START_TEST(prefer_reader_lets_new_and_recursive_readers_past_a_waiting_writer)
+{
+	preference_scenario(PROXYLOCK_RWLOCK_PREFER_READER, 0);
+}
+END_TEST
+
+START_TEST(prefer_writer_is_prefer_reader_as_in_glibc)
+{
+	preference_scenario(PROXYLOCK_RWLOCK_PREFER_WRITER, 0);
+}
+END_TEST
+
+START_TEST(prefer_writer_nonrecursive_holds_new_readers_behind_a_waiting_writer)
+{
+	preference_scenario(PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE, EBUSY);
+}
+END_TEST
+
+START_TEST(a_writer_timing_out_lets_the_readers_queued_behind_it_in)
+{
+	proxylock_rwlockattr_t at;
+	proxylock_rwlock_t rw;
+	struct rwa r, w, n;
+
+	proxylock_rwlockattr_init(&at);
+	proxylock_rwlockattr_setkind(&at, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE);
+	proxylock_rwlock_init(&rw, &at);
+	rwa_start(&r, 0, -1);
+	rwa_start(&w, 0, -1);
+	rwa_start(&n, 0, -1);
+	rwa_do(&r, RW_RD, &rw, 0);
+	w.timeout_ns = 100000000;
+	rwa_block(&w, RW_TIMEDWR, &rw);
+	rwa_block(&n, RW_RD, &rw);           /* behind the writer */
+	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);
+	ck_assert_int_eq(rwa_wait(&n), 0);   /* granted when the writer left */
+	rwa_do(&n, RW_UNLOCK, &rw, 0);
+	rwa_do(&r, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&r);
+	rwa_quit(&w);
+	rwa_quit(&n);
+}
+END_TEST
+
+/* --- donation -------------------------------------------------------- */
+
+/*
+ * @n readers at nice 19 on CPU 1 hold the lock; a nice-0 writer on CPU 0
+ * waits.  Each reader runs at nice 0 on CPU 0; each is back at exactly
+ * its base at its own unlock, while the ones still holding stay lent to.
+ */
+static void writer_lends_to_readers(int n)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r[8], w;
+
+	require_two_cpus_and_nice();
+	for (int i = 0; i < n; i++) {
+		rwa_start(&r[i], 19, 1);
+		rwa_do(&r[i], RW_RD, &rw, 0);
+	}
+	rwa_start(&w, 0, 0);
+	rwa_block(&w, RW_WR, &rw);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(eventually(lent_to(r[i].tid), 2000), "reader %d of %d not lent to", i, n);
+	for (int i = 0; i < n; i++) {
+		rwa_do(&r[i], RW_UNLOCK, &rw, 0);
+		ck_assert_msg(kview_equal(&r[i].after, &r[i].base),
+		              "reader %d not back at its base at its unlock", i);
+		for (int j = i + 1; j < n; j++)
+			ck_assert_msg(lent_to(r[j].tid), "reader %d restored early", j);
+	}
+	ck_assert_int_eq(rwa_wait(&w), 0);
+	ck_assert_msg(kview_equal(&w.after, &w.base), "the writer changed by acquiring");
+	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	for (int i = 0; i < n; i++) {
+		ck_assert(at_base(&r[i]));
+		rwa_quit(&r[i]);
+	}
+	rwa_quit(&w);
+}
+
+START_TEST(a_waiting_writer_lends_to_its_one_reader_restored_at_unlock)
+{
+	writer_lends_to_readers(1);
+}
+END_TEST
+
+START_TEST(a_waiting_writer_lends_to_both_readers_each_restored_at_its_own_unlock)
+{
+	writer_lends_to_readers(2);
+}
+END_TEST
+
+START_TEST(a_waiting_writer_lends_to_all_8_readers_each_restored_at_its_own_unlock)
+{
+	writer_lends_to_readers(8);
+}
+END_TEST
+
+START_TEST(a_reader_joining_past_a_waiting_writer_is_lent_to_as_well)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r1, r2, w;
+
+	require_two_cpus_and_nice();
+	rwa_start(&r1, 19, 1);
+	rwa_start(&r2, 19, 1);
+	rwa_start(&w, 0, 0);
+	rwa_do(&r1, RW_RD, &rw, 0);
+	rwa_block(&w, RW_WR, &rw);
+	rwa_do(&r2, RW_RD, &rw, 0);          /* prefer reader: joins */
+	ck_assert_msg(eventually(lent_to(r2.tid), 2000), "late reader not lent to");
+	ck_assert(lent_to(r1.tid));
+	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	ck_assert(kview_equal(&r2.after, &r2.base));
+	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	ck_assert(kview_equal(&r1.after, &r1.base));
+	ck_assert_int_eq(rwa_wait(&w), 0);
+	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	rwa_quit(&r1);
+	rwa_quit(&r2);
+	rwa_quit(&w);
+}
+END_TEST
+
+START_TEST(readers_waiting_on_a_writer_lend_to_it_until_its_unlock)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa h, r1, r2;
+
+	require_two_cpus_and_nice();
+	rwa_start(&h, 19, 1);
+	rwa_start(&r1, 0, 0);
+	rwa_start(&r2, 0, 0);
+	rwa_do(&h, RW_WR, &rw, 0);
+	rwa_block(&r1, RW_RD, &rw);
+	rwa_block(&r2, RW_RD, &rw);
+	ck_assert_msg(eventually(lent_to(h.tid), 2000), "the writer was not lent to");
+	rwa_do(&h, RW_UNLOCK, &rw, 0);
+	ck_assert_msg(kview_equal(&h.after, &h.base), "the writer not restored at its unlock");
+	ck_assert_int_eq(rwa_wait(&r1), 0);
+	ck_assert_int_eq(rwa_wait(&r2), 0);
+	ck_assert(kview_equal(&r1.after, &r1.base));
+	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	rwa_quit(&h);
+	rwa_quit(&r1);
+	rwa_quit(&r2);
+}
+END_TEST
+
+START_TEST(a_writer_that_times_out_withdraws_from_every_reader)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r1, r2, w;
+
+	require_two_cpus_and_nice();
+	rwa_start(&r1, 19, 1);
+	rwa_start(&r2, 19, 1);
+	rwa_start(&w, 0, 0);
+	rwa_do(&r1, RW_RD, &rw, 0);
+	rwa_do(&r2, RW_RD, &rw, 0);
+	w.timeout_ns = 300000000;
+	rwa_block(&w, RW_TIMEDWR, &rw);
+	ck_assert(eventually(lent_to(r1.tid) && lent_to(r2.tid), 2000));
+	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);
+	/* Restored once the withdrawal is applied: by the writer itself,
+	 * before its call returned, or (token busy) by the holder of it. */
+	ck_assert_msg(eventually(at_base(&r1) && at_base(&r2), 1000), "a reader stayed lent to");
+	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	ck_assert(kview_equal(&r1.after, &r1.base));
+	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	rwa_quit(&r1);
+	rwa_quit(&r2);
+	rwa_quit(&w);
+}
+END_TEST
+
+START_TEST(a_reader_that_exits_holding_the_lock_leaves_the_others_exact)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct rwa r1, r2, w, n;
+
+	require_two_cpus_and_nice();
+	rwa_start(&r1, 19, 1);
+	rwa_start(&r2, 19, 1);
+	rwa_start(&w, 0, 0);
+	rwa_do(&r1, RW_RD, &rw, 0);
+	rwa_do(&r2, RW_RD, &rw, 0);
+	w.timeout_ns = 400000000;
+	rwa_block(&w, RW_TIMEDWR, &rw);
+	ck_assert(eventually(lent_to(r1.tid) && lent_to(r2.tid), 2000));
+	rwa_post(&r1, RW_EXIT, NULL);       /* exits holding: its hold stays counted */
+	pthread_join(r1.th, NULL);
+	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	ck_assert_msg(kview_equal(&r2.after, &r2.base), "r2 not restored at its unlock");
+	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);  /* as glibc: the dead hold stays */
+	/* A new thread (it may get r1's read set) is not lent to. */
+	rwa_start(&n, 19, 1);
+	rwa_do(&n, RW_RD, &rw, 0);
+	ck_assert(at_base(&n));
+	rwa_do(&n, RW_UNLOCK, &rw, 0);
+	ck_assert(kview_equal(&n.after, &n.base));
+	ck_assert_uint_eq(rw.__word & 0x3fffffff, 1);
+	rwa_quit(&r2);
+	rwa_quit(&w);
+	rwa_quit(&n);
+}
+END_TEST
+
+/*
+ * W (nice 0, CPU 0) waits to write L1, read-held by R (nice 19, CPU 1),
+ * which waits on mutex M held by H (nice 19), which waits to write L2,
+ * read-held by R2 (nice 19): R2 runs as W would.
+ */
+START_TEST(a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader)
+{
+	proxylock_rwlock_t l1 = PROXYLOCK_RWLOCK_INITIALIZER, l2 = PROXYLOCK_RWLOCK_INITIALIZER;
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct rwa w, r, h, r2;
+
+	require_two_cpus_and_nice();
+	rwa_start(&w, 0, 0);
+	rwa_start(&r, 19, 1);
+	rwa_start(&h, 19, 1);
+	rwa_start(&r2, 19, 1);
+	rwa_do(&r2, RW_RD, &l2, 0);
+	rwa_do(&h, RW_MLOCK, &m, 0);
+	rwa_block(&h, RW_WR, &l2);
+	rwa_do(&r, RW_RD, &l1, 0);
+	rwa_block(&r, RW_MLOCK, &m);
+	ck_assert(at_base(&r2));             /* nice 19 lends nothing new */
+	rwa_block(&w, RW_WR, &l1);
+	ck_assert_msg(eventually(lent_to(r.tid), 2000), "R not lent to");
+	ck_assert_msg(eventually(lent_to(h.tid), 2000), "H not lent to");
+	ck_assert_msg(eventually(lent_to(r2.tid), 2000), "R2 not lent to through the chain");
+	rwa_do(&r2, RW_UNLOCK, &l2, 0);
+	ck_assert(kview_equal(&r2.after, &r2.base));
+	ck_assert_int_eq(rwa_wait(&h), 0);   /* H writes L2 now */
+	rwa_do(&h, RW_UNLOCK, &l2, 0);
+	rwa_do(&h, RW_MUNLOCK, &m, 0);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(rwa_wait(&r), 0);   /* R has M */
+	rwa_do(&r, RW_MUNLOCK, &m, 0);
+	ck_assert(lent_to(r.tid));           /* still reads L1, W still waits */
+	rwa_do(&r, RW_UNLOCK, &l1, 0);
+	ck_assert(kview_equal(&r.after, &r.base));
+	ck_assert_int_eq(rwa_wait(&w), 0);
+	rwa_do(&w, RW_UNLOCK, &l1, 0);
+	rwa_quit(&w);
+	rwa_quit(&r);
+	rwa_quit(&h);
+	rwa_quit(&r2);
+}
+END_TEST
+
+START_TEST(uncontended_read_and_write_paths_make_no_syscall)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct proxylock_stats a, b;
+
+	/* Warm up: the first read lock claims this thread's read set. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	proxylock_stats_get(&a);
+	/* Every slow path counts itself (contended); the syscall count is
+	 * strace's job (docs/design.md gives the command). */
+	for (int i = 0; i < 100000; i++) {
+		ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	}
+	proxylock_stats_get(&b);
+	ck_assert_uint_eq(b.contended, a.contended);
+	ck_assert_uint_eq(b.sleeps, a.sleeps);
+	ck_assert_uint_eq(b.setattr_calls + b.setaff_calls, a.setattr_calls + a.setaff_calls);
+}
+END_TEST
+
+static Suite *rwlock_suite(void)
+{
+	Suite *s = suite_create("rwlock");
+	TCase *tc = tcase_create("rwlock");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, readers_share_and_a_writer_excludes_everyone);
+	tcase_add_test(tc, a_blocked_writer_gets_the_lock_when_the_last_reader_leaves);
+	tcase_add_test(tc, blocked_readers_all_enter_together_when_the_writer_leaves);
+	tcase_add_test(tc, timed_locks_time_out_and_refuse_bad_deadlines_and_clocks);
+	tcase_add_test(tc, destroy_while_held_is_ebusy_and_a_destroyed_rwlock_is_einval);
+	tcase_add_test(tc, relocking_for_writing_or_reading_while_writing_is_edeadlk_trylock_ebusy);
+	tcase_add_test(tc, unlock_by_a_thread_that_holds_nothing_is_eperm_and_changes_nothing);
+	tcase_add_test(tc, read_holds_overflowing_the_count_are_eagain);
+	tcase_add_test(tc, attributes_validate_and_init_applies_them);
+	tcase_add_test(tc, prefer_reader_lets_new_and_recursive_readers_past_a_waiting_writer);
+	tcase_add_test(tc, prefer_writer_is_prefer_reader_as_in_glibc);
+	tcase_add_test(tc, prefer_writer_nonrecursive_holds_new_readers_behind_a_waiting_writer);
+	tcase_add_test(tc, a_writer_timing_out_lets_the_readers_queued_behind_it_in);
+	tcase_add_test(tc, a_waiting_writer_lends_to_its_one_reader_restored_at_unlock);
+	tcase_add_test(tc, a_waiting_writer_lends_to_both_readers_each_restored_at_its_own_unlock);
+	tcase_add_test(tc, a_waiting_writer_lends_to_all_8_readers_each_restored_at_its_own_unlock);
+	tcase_add_test(tc, a_reader_joining_past_a_waiting_writer_is_lent_to_as_well);
+	tcase_add_test(tc, readers_waiting_on_a_writer_lend_to_it_until_its_unlock);
+	tcase_add_test(tc, a_writer_that_times_out_withdraws_from_every_reader);
+	tcase_add_test(tc, a_reader_that_exits_holding_the_lock_leaves_the_others_exact);
+	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader);
+	tcase_add_test(tc, uncontended_read_and_write_paths_make_no_syscall);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(rwlock_suite)
