@@ -306,7 +306,7 @@ if os.path.exists(rounds_path):
             md.append("| %d | %d | %s |" % (t, cs, " | ".join(line)))
         md.append("")
     wait_tables("verdict")
-    md.append("Jain's fairness index (median over rounds; 1 = every thread got the same share):\n")
+    md.append("## Jain's fairness index (median over rounds; 1 = every thread got the same share)\n")
     md.append("| threads | cs ns | " + " | ".join(IMPLS) + " |")
     md.append("| --- " * (len(IMPLS) + 2) + "|")
     for t, cs in sorted(cells, key=lambda c: (c[1], c[0])):
@@ -464,14 +464,35 @@ md.append("")
 md.append("## Targets\n")
 md.extend(targets)
 md.append("")
-open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
+
+
+def prune(lines):
+    """Drop the sections this run has no numbers for (bench/run --verdict
+    runs no handoff, inversion or donation workloads): a "## " section
+    with no table row past its header and separator and no list item."""
+    text = "\n".join(lines)
+    parts = re.split(r"(?m)^(?=## )", text)
+    keep = []
+    for part in parts:
+        rows_ = [l for l in part.split("\n") if l.startswith("|")]
+        items = [l for l in part.split("\n") if l.startswith("- ")]
+        if part.startswith("## ") and len(rows_) <= 2 and not items:
+            continue
+        keep.append(part)
+    return "".join(keep)
+
+
+open(os.path.join(out, "summary.md"), "w").write(prune(md).rstrip("\n") + "\n")
 
 # Data for plots.gp: per critical section, a line per thread count with
 # median, min and max for each contender in IMPLS order (NaN if absent),
-# from the contended workload or, in verdict mode, the rounds.
+# from the contended workload or, in verdict mode, the rounds; only the
+# critical sections the run measured.
 cbench = "contended" if any(r["benchmark"] == "contended" for r in rows) else "verdict"
 for metric, stem in (("throughput", "throughput"), ("wait_p99", "wait-p99")):
     for cs in CS:
+        if not any(get(cbench, impl, metric, None, cs) for impl in IMPLS):
+            continue  # not in this run's grid: no file, no panel
         with open(os.path.join(out, "%s-%d.dat" % (stem, cs)), "w") as f:
             f.write("# threads, then median min max of: " + " ".join(IMPLS) + "\n")
             for t in THREADS:
