@@ -272,10 +272,12 @@ static void bench_uncontended(void)
 static double ns_per_iter = 1.0;
 static volatile uint64_t shared_data[64] __attribute__((aligned(64)));
 
+/* The critical section: @iters updates of shared data (words 1..63),
+ * then one count of the entry in word 0 (contended_once's check). */
 static void cs_work(long iters)
 {
 	for (long k = 0; k < iters; k++)
-		shared_data[k & 63] += (uint64_t)k;
+		shared_data[1 + k % 63] += (uint64_t)k;
 	shared_data[0]++;
 }
 
@@ -426,7 +428,10 @@ static const char *c_unit[NC] = { "acq/s", "index", "ratio", "ns", "ns", "ns" };
  * One timed cell: throughput (acquisitions/s), Jain's index over the
  * threads' acquisition counts, max/min of those counts, and the p50,
  * p99 and p99.9 of the timed lock() calls of all threads together (each
- * thread's samples weighted by the acquisitions they stand for).
+ * thread's samples weighted by the acquisitions they stand for).  Every
+ * critical section adds one to shared_data[0] with a plain (volatile,
+ * not atomic) increment, so a contender that let two threads in at once
+ * loses increments: the cell then stops the run (exit status 3).
  */
 static void contended_once(const struct impl *im, int nthreads, long cs_ns, double out[NC])
 {
@@ -437,7 +442,7 @@ static void contended_once(const struct impl *im, int nthreads, long cs_ns, doub
 	pthread_t th[MAX_THREADS];
 	double sum = 0, sq = 0, mx = 0, mn = 1e300;
 	int stop = 0, nall = 0;
-	uint64_t t0;
+	uint64_t t0, entered = shared_data[0];
 
 	im->init(im, &lock, PROXYLOCK_DONATE_ALL);
 	for (int t = 0; t < nthreads; t++) {
@@ -456,9 +461,11 @@ static void contended_once(const struct impl *im, int nthreads, long cs_ns, doub
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int t = 0; t < nthreads; t++)
 		pthread_join(th[t], NULL);
+	entered = shared_data[0] - entered;
 	for (int t = 0; t < nthreads; t++) {
 		double x = (double)c[t].count;
 
+		entered -= c[t].count;
 		sum += x;
 		sq += x * x;
 		mx = x > mx ? x : mx;
@@ -466,6 +473,12 @@ static void contended_once(const struct impl *im, int nthreads, long cs_ns, doub
 		for (int k = 0; k < c[t].kept; k++)
 			all[nall++] = (struct wait_sample){ (double)c[t].waits[k],
 				                            (double)c[t].timed / c[t].kept };
+	}
+	if (entered != 0) {
+		fprintf(stderr, "proxybench: %s let threads into the critical section together "
+		        "(%d threads, cs %ld ns: %lld increments lost)\n", im->name, nthreads, cs_ns,
+		        (long long)-entered);
+		exit(3);
 	}
 	out[C_TPUT] = sum * 1e9 / (double)(now_ns() - t0);
 	out[C_JAIN] = sq > 0 ? sum * sum / (nthreads * sq) : 0;
