@@ -5,18 +5,30 @@
  *
  * Contenders (struct impl): glibc's pthread_mutex as NORMAL, ADAPTIVE_NP
  * and PRIO_INHERIT, called through pointers taken from libc.so.6 itself;
- * proxylock with donation off and on; and plain pthread calls, which are
+ * proxylock with donation off and on; plain pthread calls, which are
  * the LD_PRELOAD interposer's when it is loaded (bench/run loads it; the
- * contender is absent otherwise).  Every contender is called through a
- * pointer, so each pays the same indirect call.
+ * contender is absent otherwise); Abseil's absl::Mutex through a C++
+ * adapter (absladapter.cc; absent from builds without libabsl-dev); and
+ * futexref.h's spin-then-futex mutex, the simple reference.  Every
+ * contender is called through a pointer, so each pays the same indirect
+ * call.
  *
  * Each workload prints, per cell, the median, minimum and maximum over
  * its repetitions as CSV rows:
  *   benchmark,impl,threads,cs_ns,metric,median,min,max,unit
  * bench/run turns them into bench-results/ (results.csv, summary, plots).
+ * The contended workloads also time lock() calls (wait_p50/p99/p999, see
+ * "wait sampling"); verdict repeats the contended grid in rounds and
+ * writes every round's values to --rounds-out for bench/report.py's
+ * paired ratios; insn brackets N lock+unlock pairs of each contender with
+ * callgrind's client requests (instructions per pair under
+ * valgrind --tool=callgrind; --only NAME runs one contender, for perf).
  *
  *   usage: proxybench WORKLOAD [--reps N] [--ms N] [--samples FILE]
+ *            [--rounds N] [--rounds-out FILE] [--threads LIST] [--cs LIST]
+ *            [--pairs N] [--only NAME]
  *   workloads: uncontended contended handoff inversion donation-cost
+ *              verdict insn
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -32,10 +44,19 @@
 #include <unistd.h>
 
 #include "csvrow.h"
+#include "futexref.h"
 #include "proxylock.h"
 #include "scenario.h"
+#ifdef PLK_HAVE_ABSL
+#include "absladapter.h"
+#endif
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CALLGRIND_H 1
+#endif
 
 #define MAX_REPS 64
+#define MAX_ROUNDS 200
 #define MAX_THREADS 16
 
 /* --- options and output ---------------------------------------------- */
@@ -55,6 +76,7 @@ static uint64_t now_ns(void)
 union lock_storage {
 	pthread_mutex_t pm;
 	proxylock_mutex_t pl;
+	struct fref fr;
 	char pad[64];
 } __attribute__((aligned(64)));
 
@@ -114,7 +136,23 @@ static void init_preload(const struct impl *im, union lock_storage *s, unsigned 
 	pthread_mutex_init(&s->pm, NULL);  /* the interposer's */
 }
 
-enum { GLIBC_NORMAL, GLIBC_ADAPTIVE, GLIBC_PI, PL_NODONATE, PL, PRELOAD, NIMPL };
+static void init_fref(const struct impl *im, union lock_storage *s, unsigned kinds)
+{
+	(void)im;
+	(void)kinds;
+	s->fr.word = FREF_FREE;
+}
+
+#ifdef PLK_HAVE_ABSL
+static void init_absl(const struct impl *im, union lock_storage *s, unsigned kinds)
+{
+	(void)im;
+	(void)kinds;
+	plk_absl_init(s);
+}
+#endif
+
+enum { GLIBC_NORMAL, GLIBC_ADAPTIVE, GLIBC_PI, PL_NODONATE, PL, PRELOAD, ABSL, FUTEX_REF, NIMPL };
 static struct impl impls[NIMPL];
 
 static void impls_setup(void)
@@ -127,7 +165,8 @@ static void impls_setup(void)
 	void *tlock = dlsym(RTLD_DEFAULT, "pthread_mutex_lock");
 	void *tunlock = dlsym(RTLD_DEFAULT, "pthread_mutex_unlock");
 	static const char *names[NIMPL] = { "glibc-normal", "glibc-adaptive", "glibc-pi",
-	                                    "proxylock-nodonate", "proxylock", "preload" };
+	                                    "proxylock-nodonate", "proxylock", "preload",
+	                                    "absl", "futex-ref" };
 
 	SET_FN(glibc_init, ginit);
 	for (int i = 0; i < NIMPL; i++) {
@@ -140,15 +179,27 @@ static void impls_setup(void)
 			SET_FN(im->unlock, gunlock);
 			im->init = init_glibc;
 			im->glibc_kind = i;
-		} else if (i != PRELOAD) {
+		} else if (i == PL_NODONATE || i == PL) {
 			SET_FN(im->lock, plock);
 			SET_FN(im->unlock, punlock);
 			im->init = init_proxylock;
-		} else {
+		} else if (i == PRELOAD) {
 			SET_FN(im->lock, tlock);
 			SET_FN(im->unlock, tunlock);
 			im->init = init_preload;
 			im->available = tlock != glock;  /* the interposer is loaded */
+		} else if (i == FUTEX_REF) {
+			im->lock = fref_lock;
+			im->unlock = fref_unlock;
+			im->init = init_fref;
+		} else {
+#ifdef PLK_HAVE_ABSL
+			im->lock = plk_absl_lock;
+			im->unlock = plk_absl_unlock;
+			im->init = init_absl;
+#else
+			im->available = false;  /* built without libabsl-dev */
+#endif
 		}
 	}
 }
@@ -216,15 +267,17 @@ static void bench_uncontended(void)
 			row("uncontended", impls[i].name, 1, 0, "lock_unlock", v[i], reps, "ns");
 }
 
-/* --- 2. contended throughput ----------------------------------------- */
+/* --- 2. contended throughput and wait ------------------------------- */
 
 static double ns_per_iter = 1.0;
 static volatile uint64_t shared_data[64] __attribute__((aligned(64)));
 
+/* The critical section: @iters updates of shared data (words 1..63),
+ * then one count of the entry in word 0 (contended_once's check). */
 static void cs_work(long iters)
 {
 	for (long k = 0; k < iters; k++)
-		shared_data[k & 63] += (uint64_t)k;
+		shared_data[1 + k % 63] += (uint64_t)k;
 	shared_data[0]++;
 }
 
@@ -239,20 +292,101 @@ static void calibrate(void)
 		ns_per_iter = 1.0;
 }
 
+/*
+ * Wait sampling: every stride-th acquisition of each thread times its
+ * lock() call with two CLOCK_MONOTONIC_RAW reads (the vDSO, no syscall),
+ * fast path or not, into that thread's reservoir of WAIT_CAP samples
+ * (Vitter's algorithm R, so a long cell keeps a uniform sample of all
+ * its timed calls).  The stride keeps the timing's cost near 5% of an
+ * acquisition: stride = clock pair / (5% of (cs + 50 ns)), 1..64, so a
+ * cell with an empty critical section times about one call in 16, a
+ * 1 us one every call.  Both are the same for every contender of a
+ * cell; each workload prints the stride, the clock pair's cost and the
+ * resulting overhead per acquisition as a "# wait_sampling" line.
+ */
+#define WAIT_CAP 8192
+
+struct wait_sample {
+	double ns;      /* one timed lock() call */
+	double weight;  /* acquisitions it stands for: seen / kept */
+};
+
+static double clock_pair_ns;
+
+static uint64_t raw_ns(void)
+{
+	return scenario_clock(CLOCK_MONOTONIC_RAW);
+}
+
+/* The median cost of timing one call: two raw clock reads. */
+static double measure_clock_pair(void)
+{
+	double v[101];
+
+	for (int i = 0; i < 101; i++) {
+		uint64_t t0 = raw_ns(), t1 = 0;
+
+		for (int k = 0; k < 100; k++)
+			t1 = raw_ns();
+		v[i] = (double)(t1 - t0) / 100 * 2;
+	}
+	qsort(v, 101, sizeof(v[0]), cmp_d);
+	return v[50];
+}
+
+static int wait_stride(long cs_ns)
+{
+	double s = clock_pair_ns / (0.05 * ((double)cs_ns + 50));
+
+	return s < 1 ? 1 : s > 64 ? 64 : (int)(s + 0.5);
+}
+
 struct contend {
 	const struct impl *im;
 	union lock_storage *lock;
 	long iters;
+	int stride;
 	int *stop;
 	uint64_t count;
+	uint64_t timed;     /* lock() calls timed */
+	int kept;           /* samples in waits[] */
+	uint64_t rng;       /* xorshift64 state for the reservoir */
+	uint64_t waits[WAIT_CAP];
 };
+
+/* Keep @ns in @c's reservoir (algorithm R). */
+static void wait_keep(struct contend *c, uint64_t ns)
+{
+	uint64_t j;
+
+	c->timed++;
+	if (c->kept < WAIT_CAP) {
+		c->waits[c->kept++] = ns;
+		return;
+	}
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	j = c->rng % c->timed;
+	if (j < WAIT_CAP)
+		c->waits[j] = ns;
+}
 
 static void *contend_thread(void *p)
 {
 	struct contend *c = p;
+	int k = 0;
 
 	while (!__atomic_load_n(c->stop, __ATOMIC_RELAXED)) {
-		c->im->lock(c->lock);
+		if (++k == c->stride) {
+			uint64_t t0 = raw_ns();
+
+			k = 0;
+			c->im->lock(c->lock);
+			wait_keep(c, raw_ns() - t0);
+		} else {
+			c->im->lock(c->lock);
+		}
 		cs_work(c->iters);
 		c->im->unlock(c->lock);
 		c->count++;
@@ -260,19 +394,66 @@ static void *contend_thread(void *p)
 	return NULL;
 }
 
-/* One timed cell: throughput (acquisitions/s), Jain's index, max/min. */
-static void contended_once(const struct impl *im, int nthreads, long cs_ns, double out[3])
+static int cmp_ws(const void *a, const void *b)
+{
+	double x = ((const struct wait_sample *)a)->ns, y = ((const struct wait_sample *)b)->ns;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Weighted percentiles @pct[0..n) (in %) of @s (sorted here) into @out. */
+static void weighted_pcts(struct wait_sample *s, int ns, const double *pct, int n, double *out)
+{
+	double total = 0, cum = 0;
+	int i = 0;
+
+	qsort(s, (size_t)ns, sizeof(*s), cmp_ws);
+	for (int k = 0; k < ns; k++)
+		total += s[k].weight;
+	for (int p = 0; p < n; p++) {
+		double want = pct[p] / 100 * total;
+
+		while (i < ns - 1 && cum + s[i].weight < want)
+			cum += s[i++].weight;
+		out[p] = ns ? s[i].ns : 0;
+	}
+}
+
+enum { C_TPUT, C_JAIN, C_MAXMIN, C_P50, C_P99, C_P999, NC };
+static const char *c_metric[NC] = { "throughput", "jain", "max_min", "wait_p50", "wait_p99",
+	                            "wait_p999" };
+static const char *c_unit[NC] = { "acq/s", "index", "ratio", "ns", "ns", "ns" };
+
+/*
+ * One timed cell: throughput (acquisitions/s), Jain's index over the
+ * threads' acquisition counts, max/min of those counts, and the p50,
+ * p99 and p99.9 of the timed lock() calls of all threads together (each
+ * thread's samples weighted by the acquisitions they stand for).  Every
+ * critical section adds one to shared_data[0] with a plain (volatile,
+ * not atomic) increment, so a contender that let two threads in at once
+ * loses increments: the cell then stops the run (exit status 3).
+ */
+static void contended_once(const struct impl *im, int nthreads, long cs_ns, double out[NC])
 {
 	static union lock_storage lock;
-	struct contend c[MAX_THREADS];
+	static struct contend c[MAX_THREADS];
+	static struct wait_sample all[MAX_THREADS * WAIT_CAP];
+	static const double pct[3] = { 50, 99, 99.9 };
 	pthread_t th[MAX_THREADS];
 	double sum = 0, sq = 0, mx = 0, mn = 1e300;
-	int stop = 0;
-	uint64_t t0;
+	int stop = 0, nall = 0;
+	uint64_t t0, entered = shared_data[0];
 
 	im->init(im, &lock, PROXYLOCK_DONATE_ALL);
 	for (int t = 0; t < nthreads; t++) {
-		c[t] = (struct contend){ im, &lock, (long)((double)cs_ns / ns_per_iter), &stop, 0 };
+		c[t].im = im;
+		c[t].lock = &lock;
+		c[t].iters = (long)((double)cs_ns / ns_per_iter);
+		c[t].stride = wait_stride(cs_ns);
+		c[t].stop = &stop;
+		c[t].count = c[t].timed = 0;
+		c[t].kept = 0;
+		c[t].rng = 0x9e3779b97f4a7c15ull * (uint64_t)(t + 1);
 		pthread_create(&th[t], NULL, contend_thread, &c[t]);
 	}
 	t0 = now_ns();
@@ -280,47 +461,126 @@ static void contended_once(const struct impl *im, int nthreads, long cs_ns, doub
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	for (int t = 0; t < nthreads; t++)
 		pthread_join(th[t], NULL);
+	entered = shared_data[0] - entered;
 	for (int t = 0; t < nthreads; t++) {
 		double x = (double)c[t].count;
 
+		entered -= c[t].count;
 		sum += x;
 		sq += x * x;
 		mx = x > mx ? x : mx;
 		mn = x < mn ? x : mn;
+		for (int k = 0; k < c[t].kept; k++)
+			all[nall++] = (struct wait_sample){ (double)c[t].waits[k],
+				                            (double)c[t].timed / c[t].kept };
 	}
-	out[0] = sum * 1e9 / (double)(now_ns() - t0);
-	out[1] = sq > 0 ? sum * sum / (nthreads * sq) : 0;
-	out[2] = mn > 0 ? mx / mn : 1e9;
+	if (entered != 0) {
+		fprintf(stderr, "proxybench: %s let threads into the critical section together "
+		        "(%d threads, cs %ld ns: %lld increments lost)\n", im->name, nthreads, cs_ns,
+		        (long long)-entered);
+		exit(3);
+	}
+	out[C_TPUT] = sum * 1e9 / (double)(now_ns() - t0);
+	out[C_JAIN] = sq > 0 ? sum * sum / (nthreads * sq) : 0;
+	out[C_MAXMIN] = mn > 0 ? mx / mn : 1e9;
+	weighted_pcts(all, nall, pct, 3, &out[C_P50]);
+}
+
+static void wait_sampling_note(const long *cs, size_t ncs)
+{
+	clock_pair_ns = measure_clock_pair();
+	for (size_t i = 0; i < ncs; i++)
+		printf("# wait_sampling cs_ns=%ld stride=%d clock_pair_ns=%.1f overhead_ns_per_acq=%.2f\n",
+		       cs[i], wait_stride(cs[i]), clock_pair_ns, clock_pair_ns / wait_stride(cs[i]));
 }
 
 static void bench_contended(void)
 {
 	static const int threads[] = { 1, 2, 4, 8, 16 };
 	static const long cs[] = { 0, 100, 1000, 10000 };
-	static double v[NIMPL][3][MAX_REPS];
+	static double v[NIMPL][NC][MAX_REPS];
 
 	calibrate();
+	wait_sampling_note(cs, sizeof(cs) / sizeof(cs[0]));
 	for (size_t ci = 0; ci < sizeof(cs) / sizeof(cs[0]); ci++) {
 		for (size_t ti = 0; ti < sizeof(threads) / sizeof(threads[0]); ti++) {
 			for (int r = 0; r < reps; r++)
 				for (int i = 0; i < NIMPL; i++) {
-					double out[3];
+					double out[NC];
 
 					if (!impls[i].available)
 						continue;
 					contended_once(&impls[i], threads[ti], cs[ci], out);
-					for (int k = 0; k < 3; k++)
+					for (int k = 0; k < NC; k++)
 						v[i][k][r] = out[k];
 				}
-			for (int i = 0; i < NIMPL; i++) {
-				if (!impls[i].available)
-					continue;
-				row("contended", impls[i].name, threads[ti], cs[ci], "throughput", v[i][0], reps, "acq/s");
-				row("contended", impls[i].name, threads[ti], cs[ci], "jain", v[i][1], reps, "index");
-				row("contended", impls[i].name, threads[ti], cs[ci], "max_min", v[i][2], reps, "ratio");
-			}
+			for (int i = 0; i < NIMPL; i++)
+				for (int k = 0; k < NC && impls[i].available; k++)
+					row("contended", impls[i].name, threads[ti], cs[ci], c_metric[k], v[i][k],
+					    reps, c_unit[k]);
 		}
 	}
+}
+
+/* --- 2b. verdict: the contended grid, in rounds ---------------------- */
+
+static int rounds = 30;
+static const char *rounds_path;
+static int v_threads[8] = { 2, 4, 8, 16 }, v_nthreads = 4;
+static long v_cs[8] = { 0, 100, 1000, 10000 };
+static int v_ncs = 4;
+
+/*
+ * Each round runs every cell of the grid once for every contender, the
+ * contenders' order rotated by one each round; every cell's value of
+ * every round goes to @rounds_path (verdict,impl,threads,cs_ns,round,
+ * metric,value), from which report.py pairs proxylock with each peer
+ * round by round.  Rounds are the outer loop, so each cell's samples are
+ * spread over the whole run and a slow change in the machine's load
+ * reaches every contender alike.
+ */
+static void bench_verdict(void)
+{
+	static double v[NIMPL][8][8][NC][MAX_ROUNDS];
+	FILE *f = rounds_path ? fopen(rounds_path, "w") : NULL;
+
+	if (rounds_path && !f) {
+		fprintf(stderr, "proxybench: cannot write %s\n", rounds_path);
+		exit(1);
+	}
+	calibrate();
+	wait_sampling_note(v_cs, (size_t)v_ncs);
+	if (f)
+		fprintf(f, "benchmark,impl,threads,cs_ns,round,metric,value\n");
+	for (int r = 0; r < rounds; r++) {
+		fprintf(stderr, "verdict: round %d/%d\n", r + 1, rounds);
+		for (int ci = 0; ci < v_ncs; ci++)
+			for (int ti = 0; ti < v_nthreads; ti++)
+				for (int n = 0; n < NIMPL; n++) {
+					int i = (n + r) % NIMPL;
+					double out[NC];
+
+					if (!impls[i].available)
+						continue;
+					contended_once(&impls[i], v_threads[ti], v_cs[ci], out);
+					for (int k = 0; k < NC; k++) {
+						v[i][ci][ti][k][r] = out[k];
+						if (f)
+							fprintf(f, "verdict,%s,%d,%ld,%d,%s,%.6g\n", impls[i].name,
+							        v_threads[ti], v_cs[ci], r, c_metric[k], out[k]);
+					}
+				}
+		if (f)
+			fflush(f);
+	}
+	if (f)
+		fclose(f);
+	for (int ci = 0; ci < v_ncs; ci++)
+		for (int ti = 0; ti < v_nthreads; ti++)
+			for (int i = 0; i < NIMPL; i++)
+				for (int k = 0; k < NC && impls[i].available; k++)
+					row("verdict", impls[i].name, v_threads[ti], v_cs[ci], c_metric[k],
+					    v[i][ci][ti][k], rounds, c_unit[k]);
 }
 
 /* --- 3. handoff latency ---------------------------------------------- */
@@ -503,7 +763,7 @@ static void bench_donation_cost(void)
 	calibrate();
 	for (int r = 0; r < reps; r++) {
 		struct proxylock_stats a, b;
-		double out[6], tp[3];
+		double out[6], tp[NC];
 
 		proxylock_stats_get(&a);
 		contended_once(&impls[PL], 4, 1000, tp);
@@ -522,6 +782,89 @@ static void bench_donation_cost(void)
 	       (unsigned long long)inv.sched_calls);
 }
 
+/* --- 6. instructions per uncontended pair ---------------------------- */
+
+static const char *only;
+static long pairs = 100000;
+
+static int noop(void *p)
+{
+	(void)p;
+	return 0;
+}
+
+/* The harness alone: the loop and the two indirect calls, to subtract. */
+static void init_noop(const struct impl *im, union lock_storage *s, unsigned kinds)
+{
+	(void)im;
+	(void)kinds;
+	(void)s;
+}
+
+static __attribute__((noinline)) void insn_loop(const struct impl *im, union lock_storage *s, long n)
+{
+	for (long i = 0; i < n; i++) {
+		im->lock(s);
+		__asm__ __volatile__("" ::: "memory");
+		im->unlock(s);
+	}
+}
+
+/*
+ * Under valgrind --tool=callgrind: for each contender (and "harness",
+ * empty functions through the same pointers), zero callgrind's counts,
+ * run @pairs uncontended lock+unlock pairs, and dump the counts with
+ * the trigger "insn NAME PAIRS"; bench/run divides.  A second thread
+ * sleeps throughout, as in the uncontended workload.  Natively (for
+ * perf stat), --only NAME runs one contender's pairs and nothing else.
+ */
+static void bench_insn(void)
+{
+	static const struct impl harness = { "harness", noop, noop, init_noop, 0, true };
+	static pthread_t idle;
+	union lock_storage s;
+
+	if (pthread_create(&idle, NULL, park_forever, NULL) != 0) {
+		fprintf(stderr, "proxybench: pthread_create failed\n");
+		exit(1);
+	}
+	usleep(20000);  /* let it reach pause(): its start is not the first contender's */
+	for (int i = 0; i <= NIMPL; i++) {
+		const struct impl *im = i < NIMPL ? &impls[i] : &harness;
+		char trigger[96];
+
+		if (!im->available || (only && strcmp(only, im->name)))
+			continue;
+		im->init(im, &s, PROXYLOCK_DONATE_ALL);
+		insn_loop(im, &s, 1000);  /* warm up: lazy binding, first-use paths */
+		snprintf(trigger, sizeof(trigger), "insn %s %ld", im->name, pairs);
+#ifdef HAVE_CALLGRIND_H
+		CALLGRIND_ZERO_STATS;
+#endif
+		insn_loop(im, &s, pairs);
+#ifdef HAVE_CALLGRIND_H
+		CALLGRIND_DUMP_STATS_AT(trigger);
+#endif
+		printf("# %s\n", trigger);
+	}
+}
+
+/* Parse "2,4,8" into @out (at most 8); returns the count, 0 if malformed. */
+static int parse_list(const char *s, long *out)
+{
+	int n = 0;
+
+	while (*s && n < 8) {
+		char *end;
+
+		out[n++] = strtol(s, &end, 10);
+		if (end == s || out[n - 1] < 0 || (*end && *end != ','))
+			return 0;
+		s = *end ? end + 1 : end;
+	}
+	return *s ? 0 : n;
+}
+
 /* --- main ------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -535,8 +878,33 @@ int main(int argc, char **argv)
 			cell_ms = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--samples") && i + 1 < argc)
 			samples_path = argv[++i];
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rounds-out") && i + 1 < argc)
+			rounds_path = argv[++i];
+		else if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
+			pairs = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else if (!strcmp(argv[i], "--cs") && i + 1 < argc) {
+			if (!(v_ncs = parse_list(argv[++i], v_cs)))
+				goto usage;
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+			long t[8];
+
+			if (!(v_nthreads = parse_list(argv[++i], t)))
+				goto usage;
+			for (int k = 0; k < v_nthreads; k++) {
+				if (t[k] < 1 || t[k] > MAX_THREADS)
+					goto usage;
+				v_threads[k] = (int)t[k];
+			}
+		} else
+			goto usage;
 	}
 	reps = reps < 1 ? 1 : reps > MAX_REPS ? MAX_REPS : reps;
+	rounds = rounds < 1 ? 1 : rounds > MAX_ROUNDS ? MAX_ROUNDS : rounds;
+	pairs = pairs < 1 ? 1 : pairs;
 	impls_setup();
 	printf("# caps=%u donate_kinds=%u preload=%d\n", proxylock_caps(), proxylock_donate_kinds(),
 	       impls[PRELOAD].available);
@@ -550,10 +918,16 @@ int main(int argc, char **argv)
 		bench_inversion();
 	else if (!strcmp(w, "donation-cost"))
 		bench_donation_cost();
-	else {
-		fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost"
-		                " [--reps N] [--ms N] [--samples FILE]\n");
-		return 2;
-	}
+	else if (!strcmp(w, "verdict"))
+		bench_verdict();
+	else if (!strcmp(w, "insn"))
+		bench_insn();
+	else
+		goto usage;
 	return 0;
+usage:
+	fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost|verdict|insn"
+	                " [--reps N] [--ms N] [--samples FILE] [--rounds N] [--rounds-out FILE]"
+	                " [--threads LIST] [--cs LIST] [--pairs N] [--only NAME]\n");
+	return 2;
 }

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """report.py OUT-DIR - turn proxybench's ranges.csv into results.csv,
-summary.md and the data files plots.gp draws (see bench/run)."""
+summary.md and the data files plots.gp draws (see bench/run); with
+verdict-rounds.csv (bench/run --verdict), also verdicts.csv: proxylock
+against each peer, cell by cell, from paired per-round ratios."""
 import csv
 import os
+import random
 import re
 import sys
 
-IMPLS = ["glibc-normal", "glibc-adaptive", "glibc-pi", "proxylock-nodonate", "proxylock", "preload"]
+IMPLS = ["glibc-normal", "glibc-adaptive", "glibc-pi", "proxylock-nodonate", "proxylock", "preload",
+         "absl", "futex-ref"]
+THREADS = (1, 2, 4, 8, 16)
+CS = (0, 100, 1000, 10000)
 KINDS = [(1, "uclamp"), (2, "affinity"), (4, "nice"), (8, "rt")]
 
 out = sys.argv[1]
@@ -62,8 +68,22 @@ md.append("# proxylock benchmarks\n")
 md.append("Machine: " + "; ".join(l for l in machine if l) +
           "; donation kinds the kernel allowed: %s (lent: %s); interposer loaded: %s.\n"
           % (kinds(caps), kinds(lent), "yes" if preload else "no"))
-md.append("Medians of 5 interleaved repetitions, [min..max] after them; ratios are "
-          "against glibc-normal measured in the same run.\n")
+verdict_mode = any(l.startswith("mode=verdict") for l in machine)
+if verdict_mode:
+    md.append("Verdict mode: the contended grid in rounds, every contender once per round in "
+              "rotated order; medians over the rounds, [min..max] after them.\n")
+else:
+    md.append("Medians of 5 interleaved repetitions, [min..max] after them; ratios are "
+              "against glibc-normal measured in the same run.  These medians alone are no "
+              "verdict: `bench/run --verdict` judges each cell from an interval.\n")
+if not any(r["impl"] == "absl" for r in rows):
+    md.append("**absl: absent** - proxybench was built without Abseil (meson found no C++ "
+              "compiler or no absl_synchronization, Debian libabsl-dev), so its rows are "
+              "missing.\n")
+md.append("Peers: glibc NORMAL, ADAPTIVE_NP and PRIO_INHERIT; Abseil's absl::Mutex (deadlock "
+          "detection off, as in a release build); futex-ref, bench/futexref.h's "
+          "spin-then-futex mutex (a CAS to lock, an exchange to unlock, 100 spins, then a "
+          "futex wait in a waiters state): the floor a futex mutex can reach.\n")
 
 # 1. uncontended
 md.append("## Uncontended lock+unlock (ns per pair)\n")
@@ -81,9 +101,41 @@ for impl, limit in (("proxylock", 1.05), ("preload", 1.10)):
         target(q <= limit, "uncontended %s = %.3f x glibc-normal (target <= %.2f)" % (impl, q, limit))
 md.append("")
 
+# 1b. instruction counts
+if any(r["benchmark"] == "insn" for r in rows):
+    md.append("## Uncontended instructions per lock+unlock pair (callgrind; a second thread alive)\n")
+    md.append("valgrind --tool=callgrind counts of proxybench insn's loop, from a build without "
+              "Valgrind client requests; net = minus the harness's own loop and two indirect "
+              "calls (the harness row).  Deterministic: the same on a busy machine.\n")
+    perf_rows = any(r["benchmark"] == "insn-perf" for r in rows)
+    md.append("| impl | insn/pair | net | net ratio |%s\n| --- | --- | --- | --- |%s"
+              % (" perf stat net |" if perf_rows else "", " --- |" if perf_rows else ""))
+    nb = get("insn", "glibc-normal", "instructions_net")
+    for impl in IMPLS + ["harness"]:
+        r = get("insn", impl, "instructions_per_pair")
+        n = get("insn", impl, "instructions_net")
+        pr = get("insn-perf", impl, "instructions_net")
+        if r:
+            md.append("| %s | %.1f | %s | %s |%s" % (
+                impl, r["median"], "%.1f" % n["median"] if n else "-",
+                "%.2f" % (n["median"] / nb["median"]) if n and nb and nb["median"] else "-",
+                (" %.1f |" % pr["median"] if pr else " - |") if perf_rows else ""))
+    pl = get("insn", "proxylock", "instructions_net")
+    if pl and nb and nb["median"]:
+        target(pl["median"] <= 0.9 * nb["median"],
+               "uncontended proxylock = %.2f x glibc-normal's instructions per pair (target <= 0.9)"
+               % (pl["median"] / nb["median"]))
+    md.append("")
+perf_path = os.path.join(out, "perf.txt")
+if os.path.exists(perf_path):
+    md.append("- " + open(perf_path).read().strip() + "\n")
+
 # 2. contended
-md.append("## Contended throughput (ratio to glibc-normal; Jain's index in brackets)\n")
+if any(r["benchmark"] == "contended" for r in rows):
+    md.append("## Contended throughput (ratio to glibc-normal; Jain's index in brackets)\n")
 for cs in (0, 100, 1000, 10000):
+    if not get("contended", "glibc-normal", "throughput", None, cs):
+        continue
     md.append("Critical section %d ns of work on shared data:\n" % cs)
     md.append("| threads | glibc-normal acq/s | " + " | ".join(IMPLS[1:]) + " |")
     md.append("| --- " * (len(IMPLS) + 1) + "|")
@@ -99,6 +151,45 @@ for cs in (0, 100, 1000, 10000):
         bj = get("contended", "glibc-normal", "jain", t, cs)
         md.append("| %d | %.3g (%.2f) | %s |" % (t, b["median"], bj["median"], " | ".join(cells)))
     md.append("")
+
+
+def sampling_notes():
+    for name in ("contended.log", "verdict.log"):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            return re.findall(r"# wait_sampling cs_ns=(\d+) stride=(\d+) clock_pair_ns=([\d.]+) "
+                              r"overhead_ns_per_acq=([\d.]+)", open(path).read())
+    return []
+
+
+def wait_tables(bench):
+    md.append("## Contended wait per acquisition: p50 / p99 / p99.9 of lock() (ns)\n")
+    notes = sampling_notes()
+    if notes:
+        md.append("Each thread times every stride-th lock() call (two CLOCK_MONOTONIC_RAW reads, "
+                  "%s ns a pair here) into a reservoir; the pooled samples are weighted by the "
+                  "acquisitions they stand for.  Stride and timing cost per acquisition: %s.\n"
+                  % (notes[0][2], ", ".join("cs %s ns: 1 in %s, %s ns" % (c, st, o)
+                                            for c, st, o in (n[:2] + n[3:] for n in notes))))
+    for cs in CS:
+        if not get(bench, "glibc-normal", "wait_p99", None, cs):
+            continue
+        md.append("Critical section %d ns:\n" % cs)
+        md.append("| threads | " + " | ".join(IMPLS) + " |")
+        md.append("| --- " * (len(IMPLS) + 1) + "|")
+        for t in THREADS:
+            if not get(bench, "glibc-normal", "wait_p99", t, cs):
+                continue
+            cells = []
+            for impl in IMPLS:
+                p = [get(bench, impl, m, t, cs) for m in ("wait_p50", "wait_p99", "wait_p999")]
+                cells.append("/".join("%.0f" % x["median"] for x in p) if all(p) else "-")
+            md.append("| %d | %s |" % (t, " | ".join(cells)))
+        md.append("")
+
+
+if any(r["benchmark"] == "contended" for r in rows):
+    wait_tables("contended")
 for t in (2, 4):
     for cs in (0, 100, 1000):
         b = get("contended", "glibc-normal", "throughput", t, cs)
@@ -111,6 +202,139 @@ for t in (2, 4):
             target(p["median"] >= 3 * pi["median"],
                    "contended %d threads, cs %d ns: proxylock %.1f x glibc-pi (target >= 3)"
                    % (t, cs, p["median"] / pi["median"]))
+
+# 2b. verdicts (bench/run --verdict): proxylock against each peer, cell
+# by cell, from the ratios of the two contenders' values in the same
+# round.  The interval is a percentile bootstrap (2000 resamples of the
+# rounds, fixed seed) of the median paired ratio.
+BOOT = 2000
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def boot_interval(ratios, rng):
+    n = len(ratios)
+    meds = sorted(median(rng.choices(ratios, k=n)) for _ in range(BOOT))
+    return meds[int(0.025 * BOOT)], meds[int(0.975 * BOOT) - 1]
+
+
+MIN_ROUNDS = 5
+
+
+def judge(lo, hi, bar, higher_better, n):
+    """ahead/behind/tied: where the interval [lo, hi] of n rounds lies against bar."""
+    if n < MIN_ROUNDS:
+        return "too few rounds"
+    if lo > bar:
+        return "ahead" if higher_better else "behind"
+    if hi < bar:
+        return "behind" if higher_better else "ahead"
+    return "tied within noise"
+
+
+# metric -> is a higher proxylock/peer ratio better?
+VERDICT_METRICS = (("throughput", True), ("wait_p99", False), ("jain", True))
+verdicts = []
+rounds_path = os.path.join(out, "verdict-rounds.csv")
+if os.path.exists(rounds_path):
+    vals = {}
+    for r in csv.DictReader(open(rounds_path)):
+        vals[(r["impl"], int(r["threads"]), int(r["cs_ns"]), r["metric"], int(r["round"]))] = \
+            float(r["value"])
+    cells = sorted({(k[1], k[2]) for k in vals})
+    nrounds = len({k[4] for k in vals})
+    rng = random.Random(17)
+    for t, cs in cells:
+        for metric, higher in VERDICT_METRICS:
+            for peer in IMPLS:
+                if peer == "proxylock":
+                    continue
+                ratios = []
+                for rd in range(nrounds):
+                    a = vals.get(("proxylock", t, cs, metric, rd))
+                    b = vals.get((peer, t, cs, metric, rd))
+                    if a is not None and b:
+                        ratios.append(a / b)
+                if not ratios:
+                    continue
+                lo, hi = boot_interval(ratios, rng)
+                verdicts.append({"threads": t, "cs_ns": cs, "metric": metric, "impl": "proxylock",
+                                 "peer": peer, "ratio_median": median(ratios), "ci_lo": lo,
+                                 "ci_hi": hi, "ratio_min": min(ratios), "ratio_max": max(ratios),
+                                 "rounds": len(ratios),
+                                 "better": "higher" if higher else "lower",
+                                 "verdict": judge(lo, hi, 1.0, higher, len(ratios))})
+    with open(os.path.join(out, "verdicts.csv"), "w", newline="") as f:
+        cols = ["threads", "cs_ns", "metric", "impl", "peer", "ratio_median", "ci_lo", "ci_hi",
+                "ratio_min", "ratio_max", "rounds", "better", "verdict"]
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for v in verdicts:
+            w.writerow({k: ("%.4g" % v[k] if isinstance(v[k], float) else v[k]) for k in cols})
+
+    def vget(t, cs, metric, peer):
+        for v in verdicts:
+            if (v["threads"], v["cs_ns"], v["metric"], v["peer"]) == (t, cs, metric, peer):
+                return v
+        return None
+
+    peers = [p for p in IMPLS if p != "proxylock" and any(v["peer"] == p for v in verdicts)]
+    md.append("## Verdicts: proxylock / peer, %d rounds\n" % nrounds)
+    md.append("Each cell: the median of the per-round ratios proxylock / peer (the two measured "
+              "in the same round), its bootstrap 95%% interval in brackets, and the verdict from "
+              "the interval: **ahead** (entirely on proxylock's better side of 1), **behind** "
+              "(entirely on the other), or tied within noise.  Min..max of the ratios and the "
+              "Jain's-index verdicts are in verdicts.csv.  With fewer than %d rounds there is "
+              "no verdict; with fewer than 20 the intervals are coarse.\n" % MIN_ROUNDS)
+    short = {"ahead": "**ahead**", "behind": "**behind**", "tied within noise": "tied",
+             "too few rounds": "(too few rounds)"}
+    for metric, title in (("throughput", "Throughput (higher ratio is better)"),
+                          ("wait_p99", "p99 wait per acquisition (lower ratio is better)")):
+        md.append("%s:\n" % title)
+        md.append("| threads | cs ns | " + " | ".join(peers) + " |")
+        md.append("| --- " * (len(peers) + 2) + "|")
+        for t, cs in sorted(cells, key=lambda c: (c[1], c[0])):
+            line = []
+            for p in peers:
+                v = vget(t, cs, metric, p)
+                line.append("%.2f [%.2f..%.2f] %s" % (v["ratio_median"], v["ci_lo"], v["ci_hi"],
+                                                     short[v["verdict"]]) if v else "-")
+            md.append("| %d | %d | %s |" % (t, cs, " | ".join(line)))
+        md.append("")
+    wait_tables("verdict")
+    md.append("## Jain's fairness index (median over rounds; 1 = every thread got the same share)\n")
+    md.append("| threads | cs ns | " + " | ".join(IMPLS) + " |")
+    md.append("| --- " * (len(IMPLS) + 2) + "|")
+    for t, cs in sorted(cells, key=lambda c: (c[1], c[0])):
+        js = [get("verdict", i, "jain", t, cs) for i in IMPLS]
+        md.append("| %d | %d | %s |" % (t, cs, " | ".join("%.2f" % j["median"] if j else "-"
+                                                          for j in js)))
+    md.append("")
+    # The issue's targets, judged by the interval rule: a cell counts when
+    # its interval against the bar says ahead or tied.
+    good_v = ("ahead", "tied within noise")
+
+    def cell_target(peer, metric, bar, what, most=False):
+        vs = [vget(t, cs, metric, peer) for t, cs in cells if vget(t, cs, metric, peer)]
+        if not vs:
+            return
+        bad = ["%d/%d" % (v["threads"], v["cs_ns"]) for v in vs
+               if judge(v["ci_lo"], v["ci_hi"], bar, v["better"] == "higher", v["rounds"])
+               not in good_v]
+        good = len(vs) - len(bad)
+        target(2 * good > len(vs) if most else not bad,
+               "%s (ahead or tied) in %s cells: %d of %d%s"
+               % (what, "most" if most else "all", good, len(vs),
+                  " (not at threads/cs %s)" % ", ".join(bad) if bad else ""))
+
+    cell_target("glibc-normal", "throughput", 1.0, "throughput >= glibc-normal")
+    cell_target("absl", "throughput", 1.0, "throughput >= absl", most=True)
+    cell_target("glibc-normal", "wait_p99", 1.0, "p99 wait <= glibc-normal's")
+    cell_target("glibc-pi", "throughput", 3.0, "throughput >= 3 x glibc-pi")
 
 # 3. handoff
 md.append("## Handoff latency: unlock to acquisition by a sleeping waiter (us)\n")
@@ -240,18 +464,44 @@ md.append("")
 md.append("## Targets\n")
 md.extend(targets)
 md.append("")
-open(os.path.join(out, "summary.md"), "w").write("\n".join(md) + "\n")
 
-# Data for plots.gp.
-for cs in (0, 100, 1000, 10000):
-    with open(os.path.join(out, "throughput-%d.dat" % cs), "w") as f:
-        f.write("# threads " + " ".join(IMPLS) + "\n")
-        for t in (1, 2, 4, 8, 16):
-            vals = []
-            for impl in IMPLS:
-                r = get("contended", impl, "throughput", t, cs)
-                vals.append("%.6g" % r["median"] if r else "NaN")
-            f.write("%d %s\n" % (t, " ".join(vals)))
+
+def prune(lines):
+    """Drop the sections this run has no numbers for (bench/run --verdict
+    runs no handoff, inversion or donation workloads): a "## " section
+    with no table row past its header and separator and no list item."""
+    text = "\n".join(lines)
+    parts = re.split(r"(?m)^(?=## )", text)
+    keep = []
+    for part in parts:
+        rows_ = [l for l in part.split("\n") if l.startswith("|")]
+        items = [l for l in part.split("\n") if l.startswith("- ")]
+        if part.startswith("## ") and len(rows_) <= 2 and not items:
+            continue
+        keep.append(part)
+    return "".join(keep)
+
+
+open(os.path.join(out, "summary.md"), "w").write(prune(md).rstrip("\n") + "\n")
+
+# Data for plots.gp: per critical section, a line per thread count with
+# median, min and max for each contender in IMPLS order (NaN if absent),
+# from the contended workload or, in verdict mode, the rounds; only the
+# critical sections the run measured.
+cbench = "contended" if any(r["benchmark"] == "contended" for r in rows) else "verdict"
+for metric, stem in (("throughput", "throughput"), ("wait_p99", "wait-p99")):
+    for cs in CS:
+        if not any(get(cbench, impl, metric, None, cs) for impl in IMPLS):
+            continue  # not in this run's grid: no file, no panel
+        with open(os.path.join(out, "%s-%d.dat" % (stem, cs)), "w") as f:
+            f.write("# threads, then median min max of: " + " ".join(IMPLS) + "\n")
+            for t in THREADS:
+                vals = []
+                for impl in IMPLS:
+                    r = get(cbench, impl, metric, t, cs)
+                    vals.append("%.6g %.6g %.6g" % (r["median"], r["min"], r["max"]) if r
+                                else "NaN NaN NaN")
+                f.write("%d %s\n" % (t, " ".join(vals)))
 samples = os.path.join(out, "inversion-samples.csv")
 if os.path.exists(samples):
     by = {}
