@@ -461,6 +461,20 @@ for kind in ("uclamp", "affinity", "nice", "rt", "all", "all-probed",
         md.append("| %s | **n/a: not supported by this kernel or these privileges (not "
                   "measured)** | - | - |" % kind)
 md.append("")
+# 8. fork after contention (issue 18)
+md.append("## fork() after contention: one fork + _exit + waitpid round (us)\n")
+md.append("Two threads contended on a pthread mutex first; each contender is a process "
+          "of its own (glibc: no interposer; preload-stats: PROXYLOCK_STATS=1).\n")
+md.append("| impl | us | range | ratio to glibc |\n| --- | --- | --- | --- |")
+fbase = get("fork-after-contention", "glibc", "fork_us")
+for impl in ("glibc", "preload", "preload-stats"):
+    r = get("fork-after-contention", impl, "fork_us")
+    if r and fbase:
+        q = r["median"] / fbase["median"]
+        md.append("| %s | %.0f | %.0f..%.0f | %.2f |" % (impl, r["median"], r["min"], r["max"], q))
+        if impl != "glibc":
+            target(q <= 1.5, "fork after contention, %s = %.2f x native (target <= 1.5)" % (impl, q))
+md.append("")
 md.append("## Targets\n")
 md.extend(targets)
 md.append("")
