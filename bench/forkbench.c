@@ -14,9 +14,12 @@
  * Each measuring process first makes two threads contend on one pthread
  * mutex (--contend N lock+unlock pairs each), joins them, then times
  * --forks N rounds of fork(), _exit(0) in the child and waitpid(), and
- * writes the mean microseconds per round to the driver through a pipe.
- * The driver prints one row per contender (csvrow.h):
+ * writes the mean microseconds per round to the driver through a pipe:
+ * wall time, and CPU time (its own and its children's, user + system),
+ * which other load on a shared machine disturbs far less.  The driver
+ * prints two rows per contender (csvrow.h):
  *   fork-after-contention,IMPL,1,0,fork_us,median,min,max,us
+ *   fork-after-contention,IMPL,1,0,fork_cpu_us,median,min,max,us
  *
  *   usage: forkbench --preload PRELOAD.so [--reps N] [--forks N] [--contend N]
  */
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +47,16 @@ static double now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* CPU time of @who (RUSAGE_SELF or RUSAGE_CHILDREN), microseconds. */
+static double cpu_us(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
+}
+
 static void *contend(void *arg)
 {
 	for (long i = 0; i < contend_pairs; i++) {
@@ -53,17 +67,19 @@ static void *contend(void *arg)
 }
 
 /* The measuring process: contend, then fork @forks times; the mean
- * microseconds per fork+_exit+waitpid round go to file descriptor @out. */
+ * microseconds per fork+_exit+waitpid round, wall and CPU, go to file
+ * descriptor @out. */
 static int measure(int forks, int out)
 {
 	pthread_t t[2];
-	double start;
+	double start, cpu0;
 
 	for (int i = 0; i < 2; i++)
 		if (pthread_create(&t[i], NULL, contend, NULL))
 			return 1;
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
+	cpu0 = cpu_us(RUSAGE_SELF) + cpu_us(RUSAGE_CHILDREN);
 	start = now_us();
 	for (int i = 0; i < forks; i++) {
 		pid_t pid = fork();
@@ -73,7 +89,8 @@ static int measure(int forks, int out)
 		if (pid < 0 || waitpid(pid, NULL, 0) != pid)
 			return 1;
 	}
-	dprintf(out, "%.3f\n", (now_us() - start) / forks);
+	dprintf(out, "%.3f %.3f\n", (now_us() - start) / forks,
+	        (cpu_us(RUSAGE_SELF) + cpu_us(RUSAGE_CHILDREN) - cpu0) / forks);
 	return 0;
 }
 
@@ -84,8 +101,10 @@ struct contender {
 };
 
 /* Run one measuring process for @c (this program again, @self being its
- * argv[0]); its microseconds per fork, or -1. */
-static double run_one(const char *self, const struct contender *c, int forks, long pairs)
+ * argv[0]); its microseconds per fork in @us[0] (wall) and @us[1] (CPU).
+ * 0, or -1 if it failed. */
+static int run_one(const char *self, const struct contender *c, int forks, long pairs,
+                   double us[2])
 {
 	char forks_s[16], pairs_s[24], line[64] = "";
 	int fd[2];
@@ -121,18 +140,18 @@ static double run_one(const char *self, const struct contender *c, int forks, lo
 	if (in)
 		fclose(in);
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-	    WEXITSTATUS(status) != 0 || !line[0]) {
+	    WEXITSTATUS(status) != 0 || sscanf(line, "%lf %lf", &us[0], &us[1]) != 2) {
 		fprintf(stderr, "forkbench: %s: the measuring process failed\n", c->name);
 		return -1;
 	}
-	return atof(line);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	const char *preload = NULL;
 	int reps = 5, forks = 50, measure_fd = -1;
-	double us[3][MAX_REPS];
+	double wall[3][MAX_REPS], cpu[3][MAX_REPS];
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--preload"))
@@ -164,10 +183,17 @@ int main(int argc, char **argv)
 
 	printf("# forks=%d contend=%ld per thread, 2 threads\n", forks, contend_pairs);
 	for (int r = 0; r < reps; r++)
-		for (int c = 0; c < 3; c++)
-			if ((us[c][r] = run_one(argv[0], &cs[c], forks, contend_pairs)) < 0)
+		for (int c = 0; c < 3; c++) {
+			double us[2];
+
+			if (run_one(argv[0], &cs[c], forks, contend_pairs, us))
 				return 1;
-	for (int c = 0; c < 3; c++)
-		row("fork-after-contention", cs[c].name, 1, 0, "fork_us", us[c], reps, "us");
+			wall[c][r] = us[0];
+			cpu[c][r] = us[1];
+		}
+	for (int c = 0; c < 3; c++) {
+		row("fork-after-contention", cs[c].name, 1, 0, "fork_us", wall[c], reps, "us");
+		row("fork-after-contention", cs[c].name, 1, 0, "fork_cpu_us", cpu[c], reps, "us");
+	}
 	return 0;
 }
