@@ -461,6 +461,28 @@ for kind in ("uclamp", "affinity", "nice", "rt", "all", "all-probed",
         md.append("| %s | **n/a: not supported by this kernel or these privileges (not "
                   "measured)** | - | - |" % kind)
 md.append("")
+# 8. fork after contention (issue 18)
+md.append("## fork() after contention: one fork + _exit + waitpid round (us)\n")
+md.append("Two threads contended on a pthread mutex first; each contender is a process "
+          "of its own (glibc: no interposer; preload-stats: PROXYLOCK_STATS=1).  CPU: the "
+          "forking process's and its children's, user + system; the target is on it, as "
+          "wall time on a shared machine mostly measures the others' load.\n")
+md.append("| impl | wall us | range | ratio | CPU us | range | ratio |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
+fbase = {m: get("fork-after-contention", "glibc", m) for m in ("fork_us", "fork_cpu_us")}
+for impl in ("glibc", "preload", "preload-stats"):
+    r = {m: get("fork-after-contention", impl, m) for m in ("fork_us", "fork_cpu_us")}
+    if not all(r.values()) or not all(fbase.values()):
+        continue
+    q = {m: r[m]["median"] / fbase[m]["median"] for m in r}
+    md.append("| %s | %.0f | %.0f..%.0f | %.2f | %.0f | %.0f..%.0f | %.2f |" % (
+        impl, r["fork_us"]["median"], r["fork_us"]["min"], r["fork_us"]["max"], q["fork_us"],
+        r["fork_cpu_us"]["median"], r["fork_cpu_us"]["min"], r["fork_cpu_us"]["max"],
+        q["fork_cpu_us"]))
+    if impl != "glibc":
+        target(q["fork_cpu_us"] <= 1.5, "fork after contention, %s = %.2f x native in CPU "
+               "(%.2f x in wall time; target <= 1.5)" % (impl, q["fork_cpu_us"], q["fork_us"]))
+md.append("")
 md.append("## Targets\n")
 md.extend(targets)
 md.append("")

@@ -54,5 +54,6 @@ static void fork_child(void)
 
 static __attribute__((constructor)) void fork_hooks_install(void)
 {
+	plk_waitq_fork_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

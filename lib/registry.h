@@ -60,6 +60,10 @@ struct plk_thread {
 	 * itself in, and sleeps on, these across a recycle. */
 	uint32_t apply_waiters;        /* threads waiting for the token */
 	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
+	/* On the free list (registry.c).  Beside .lock and .apply_waiters:
+	 * a fork child reads all three in every free record, and a record is
+	 * most of a page, so apart they would cost two pages a record. */
+	struct plk_thread *free_next;
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
@@ -83,8 +87,6 @@ struct plk_thread {
 	bool rw_writer;                /* queued on an rwlock for writing (else reading) */
 	uintptr_t *rw_grant_slot;      /* a queued reader's reserved read-set slot, which
 	                                  the granter fills (rdset.h); NULL: untracked */
-
-	struct plk_thread *free_next;  /* on the free list (registry.c) */
 };
 
 /* A condvar waiter queues under its condvar's address with bit 0 set, so

@@ -18,16 +18,24 @@
  * sees a spurious wake-up, which every park loop tolerates.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 
 #include "waitq.h"
 
 /*
  * Zero-filled, so usable before any constructor has run (the interposer
  * can be entered from other libraries' constructors); an empty list head
- * is set up on first use, under the bucket lock.
+ * is set up on first use, under the bucket lock.  Whole pages of their
+ * own, marked MADV_WIPEONFORK when that works (anonymous .bss, Linux
+ * 4.14+): a fork child then gets them zero-filled, which is the reset it
+ * needs, and neither side copies them (fork's prepare writes every
+ * bucket lock, so otherwise the parent's unlocks and the child's resets
+ * each copied all four pages, on every fork).
  */
-static struct plk_bucket buckets[PLK_WAITQ_BUCKETS];
+static struct plk_bucket buckets[PLK_WAITQ_BUCKETS] __attribute__((aligned(4096)));
+static bool buckets_wipe_on_fork;
 
 static struct plk_bucket *bucket_of(const void *lock)
 {
@@ -195,9 +203,18 @@ void plk_waitq_fork_parent(void)
 		plk_ilock_unlock(&buckets[i].lock);
 }
 
-/* Child: every queued waiter was a parent thread; empty all queues. */
+void plk_waitq_fork_init(void)
+{
+	buckets_wipe_on_fork = sizeof(buckets) % 4096 == 0 &&
+	                       madvise(buckets, sizeof(buckets), MADV_WIPEONFORK) == 0;
+}
+
+/* Child: every queued waiter was a parent thread; empty all queues
+ * (the kernel did, if the buckets are wiped on fork). */
 void plk_waitq_fork_child(void)
 {
+	if (buckets_wipe_on_fork)
+		return;
 	for (int i = 0; i < PLK_WAITQ_BUCKETS; i++) {
 		buckets[i].lock.word = 0;
 		buckets[i].waiters.next = buckets[i].waiters.prev = NULL;

@@ -94,6 +94,10 @@ PLK_HIDDEN void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state);
  */
 PLK_HIDDEN void plk_waitq_unpark(struct plk_thread *t);
 
+/** plk_waitq_fork_init - at load, before any fork: mark the bucket pages
+ * MADV_WIPEONFORK if the kernel allows (then the child hook has nothing
+ * to do).  Makes a syscall: call it with no internal lock held. */
+PLK_HIDDEN void plk_waitq_fork_init(void);
 /** plk_waitq_fork_prepare/parent/child - pthread_atfork hooks. */
 PLK_HIDDEN void plk_waitq_fork_prepare(void);
 PLK_HIDDEN void plk_waitq_fork_parent(void);
