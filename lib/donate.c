@@ -449,21 +449,59 @@ void plk_donate_fork_parent(void)
 
 /* --- the application sets its own context ---------------------------- */
 
-bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out)
+/*
+ * @tid's record, locked, with its apply token ours (waited for with no
+ * internal lock held); NULL if @tid is not one of ours or is gone.  Our
+ * own record is adopted (the common case: a thread asking about or
+ * setting its own context); another thread's, if made here, is recycled
+ * when the token is dropped unless something is lent to it by then.
+ */
+static struct plk_thread *token_for(pid_t tid)
 {
-	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
+	struct plk_thread *t;
+
+	(void)plk_config();  /* read once, before any internal lock */
+	plk_sched_probe();
+	if ((uint32_t)tid == plk_tid() && (t = plk_thread_self()))
+		plk_ilock_lock(&t->lock);
+	else
+		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, PLK_RECORD_CREATE) : NULL;
+	if (!t || !plk_thread_token_wait(t, tid))
+		return NULL;
+	return t;
+}
+
+/*
+ * Holding the token, nothing of ours can land in T's kernel view between
+ * the check and the real getter's read: without it, a lender could
+ * install its lend (deferred past its bucket) just after a check that
+ * found nothing lent, and the getter would read the lend back as the
+ * application's own value.
+ */
+bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void *), void *arg)
+{
+	uint64_t ns = plk_now_ns();  /* before any internal lock */
+	struct plk_thread *t = token_for(tid);
 	bool lent;
 
-	if (!t)
+	if (!t) {
+		read(arg);
 		return false;
-	/* The kernel's view is B(T) unless something we installed is in it
-	 * or being installed.  While the copy is unverified nothing of ours
-	 * is (no call is made before it is re-read), so it is never
-	 * answered: it may be stale, or a new record's zeroes. */
-	lent = !t->base_unverified && (t->applier || !plk_sched_equal(&t->applied, &t->base));
-	if (lent)
+	}
+	/* The kernel's view is B(T) unless something we installed is in it.
+	 * While the copy is unverified nothing of ours is (no call is made
+	 * before it is re-read), so it is never answered: it may be stale,
+	 * or a new record's zeroes. */
+	lent = !t->base_unverified && !plk_sched_equal(&t->applied, &t->base);
+	if (lent) {
 		*out = t->base;
-	plk_thread_unlock(t);
+	} else {
+		plk_ilock_unlock(&t->lock);
+		read(arg);
+		ns = plk_now_ns();
+		plk_ilock_lock(&t->lock);
+	}
+	apply_locked(t, tid, ns);  /* what lenders left us; drops the token */
 	return lent;
 }
 
@@ -516,16 +554,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	uint64_t ns;
 	bool ok, read;
 
-	(void)plk_config();  /* read once, before any internal lock */
-	plk_sched_probe();
-	/* Our own record is adopted (the common case: a thread setting its
-	 * own context); another thread's, if made here, is recycled when the
-	 * token is dropped unless something is lent to it by then. */
-	if ((uint32_t)tid == plk_tid() && (t = plk_thread_self()))
-		plk_ilock_lock(&t->lock);
-	else
-		t = tid_is_ours(tid) ? plk_thread_lock_tid(tid, PLK_RECORD_CREATE) : NULL;
-	if (!t || !plk_thread_token_wait(t, tid))
+	if (!(t = token_for(tid)))
 		return set(arg);
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */

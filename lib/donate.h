@@ -106,11 +106,15 @@ enum {
 PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
 
 /**
- * plk_donate_base_get - if something the engine installed is (or may be)
- * in thread @tid's kernel view, store B(tid) in *@out and return true
- * (what the application set, never an unverified copy); else false: the
- * kernel's view is its base.
+ * plk_donate_base_get - answer a getter of thread @tid's context: if
+ * something the engine installed is in its kernel view, store B(tid) in
+ * *@out and return true (what the application set, never an unverified
+ * copy); else run @read(@arg), the real getter, and return false (the
+ * kernel's view is its base).  Both happen holding @tid's apply token
+ * (waited for with no internal lock held; @read runs with none held), so
+ * no lend lands between the check and the read.
  */
-PLK_HIDDEN bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out);
+PLK_HIDDEN bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void *),
+                                    void *arg);
 
 #endif /* PLK_DONATE_H */

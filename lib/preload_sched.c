@@ -212,13 +212,58 @@ PLK_EXPORT int setpriority(__priority_which_t which, id_t who, int prio)
 
 /* --- getters: the base while lent ------------------------------------ */
 
+/* The real getters, run by plk_donate_base_get holding the thread's
+ * apply token: arguments and the caller's errno in, result and errno
+ * out (the engine's own calls may change errno in between; the caller
+ * sees it as the real getter left it, or as it was if the base answers). */
+struct real_get {
+	int which;          /* getpriority */
+	id_t who;
+	pid_t pid;          /* sched_getaffinity */
+	pthread_t th;       /* pthread_getaffinity_np */
+	size_t size;
+	cpu_set_t *mask;
+	int rc, err;
+};
+
+static void real_getpriority(void *arg)
+{
+	struct real_get *g = arg;
+
+	errno = g->err;
+	g->rc = plk_real()->getpriority(g->which, g->who);
+	g->err = errno;
+}
+
+static void real_sched_getaffinity(void *arg)
+{
+	struct real_get *g = arg;
+
+	errno = g->err;
+	g->rc = plk_real()->sched_getaffinity(g->pid, g->size, g->mask);
+	g->err = errno;
+}
+
+static void real_pthread_getaffinity(void *arg)
+{
+	struct real_get *g = arg;
+
+	errno = g->err;
+	g->rc = plk_real()->pthread_getaffinity_np(g->th, g->size, g->mask);
+	g->err = errno;
+}
+
 static int get_priority(int which, id_t who)
 {
 	struct plk_sched_ctx base;
+	struct real_get g = { .which = which, .who = who, .err = errno };
+	bool lent;
 
-	if (which == PRIO_PROCESS && plk_donate_base_get(tid_of_pid((pid_t)who), &base))
-		return base.nice;
-	return plk_real()->getpriority(which, who);
+	if (which != PRIO_PROCESS)
+		return plk_real()->getpriority(which, who);
+	lent = plk_donate_base_get(tid_of_pid((pid_t)who), &base, real_getpriority, &g);
+	errno = g.err;
+	return lent ? base.nice : g.rc;
 }
 
 PLK_EXPORT int getpriority(__priority_which_t which, id_t who)
@@ -239,24 +284,31 @@ static void base_cpus_copy(const struct plk_sched_ctx *base, size_t size, cpu_se
 PLK_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *mask)
 {
 	struct plk_sched_ctx base;
+	struct real_get g = { .pid = pid, .size = size, .mask = mask, .err = errno };
+	bool lent = plk_donate_base_get(tid_of_pid(pid), &base, real_sched_getaffinity, &g);
 
-	if (plk_donate_base_get(tid_of_pid(pid), &base)) {
-		base_cpus_copy(&base, size, mask);
-		return 0;
-	}
-	return plk_real()->sched_getaffinity(pid, size, mask);
+	errno = g.err;
+	if (!lent)
+		return g.rc;
+	base_cpus_copy(&base, size, mask);
+	return 0;
 }
 
 PLK_EXPORT int pthread_getaffinity_np(pthread_t th, size_t size, cpu_set_t *mask)
 {
 	struct plk_sched_ctx base;
+	struct real_get g = { .th = th, .size = size, .mask = mask, .err = errno };
 	pid_t tid = pthread_tid(th);
+	bool lent;
 
-	if (tid > 0 && plk_donate_base_get(tid, &base)) {
-		base_cpus_copy(&base, size, mask);
-		return 0;
-	}
-	return plk_real()->pthread_getaffinity_np(th, size, mask);
+	if (tid <= 0)
+		return plk_real()->pthread_getaffinity_np(th, size, mask);
+	lent = plk_donate_base_get(tid, &base, real_pthread_getaffinity, &g);
+	errno = g.err;
+	if (!lent)
+		return g.rc;
+	base_cpus_copy(&base, size, mask);
+	return 0;
 }
 
 /* nice() is getpriority() plus setpriority() inside glibc, where we would
