@@ -2,8 +2,9 @@
 /*
  * vgclient.h - Valgrind client requests, so that Helgrind and DRD know a
  * proxylock as a mutex (what they know of pthread mutexes by wrapping
- * them), and a proxylock rwlock as a reader-writer lock.  Built in when <valgrind/helgrind.h> and <valgrind/drd.h> are
- * there (Debian: valgrind) unless -Dvalgrind=disabled; each annotation
+ * them), and a proxylock rwlock as a reader-writer lock.  Built in when
+ * <valgrind/helgrind.h> and <valgrind/drd.h> are there (Debian:
+ * valgrind) unless -Dvalgrind=disabled; each annotation
  * point then costs the public calls one load and an untaken branch on
  * plk_vg_on, which is false unless the process runs under Valgrind.  The
  * requests themselves are out of line in vgclient.c.
