@@ -7,7 +7,9 @@
  * tracking (read sets) is rdset.h's; attributes, init and destroy are
  * rwlockattr.c's.  What a queue lends its holders is chain.c's
  * (plk_rw_lend_update): every queued waiter, reader or writer, lends to
- * every holder, the writer or each reader.
+ * every holder, the writer or each reader.  The public calls describe
+ * each hold to ThreadSanitizer and Valgrind's tools (tsan.h, vgclient.h)
+ * when they watch, as mutex.c does.
  *
  * Waiters queue in the bucket table under plk_rw_key(rw) and are never
  * woken to compete: whoever makes the lock grantable grants it under the
@@ -63,6 +65,8 @@
 #include "registry.h"
 #include "rwlockword.h"
 #include "stats.h"
+#include "tsan.h"
+#include "vgclient.h"
 #include "waitq.h"
 
 #define PLK_RW_SPIN 100
@@ -643,22 +647,96 @@ static bool clock_ok(clockid_t clock)
 	return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
 }
 
+/*
+ * Take a hold of @rw (@write: for writing): the fast path, then the slow
+ * one.  @try: EBUSY instead of waiting; @deadline: a clock call, which
+ * needs @abstime once it has to wait.
+ */
+static inline int take(proxylock_rwlock_t *rw, bool write, bool try, bool deadline,
+                       clockid_t clock, const struct timespec *abstime)
+{
+	if (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw))
+		return 0;
+	if (deadline && !abstime)
+		return EINVAL;
+	return write ? wrlock_slow(rw, try, clock, abstime) : rdlock_slow(rw, try, clock, abstime);
+}
+
+/* Release a hold of @rw, whichever it is. */
+static inline int release(proxylock_rwlock_t *rw)
+{
+	switch (plk_rw_rdunlock_fast(rw)) {
+	case PLK_RD_DONE:
+		return 0;
+	case PLK_RD_CLEARED:
+		unlock_slow(rw, false);
+		return 0;
+	}
+	return unlock_other(rw);
+}
+
+/*
+ * Tools watching (PLK_TSAN build, or under Valgrind): take and tell
+ * them (tsan.h, vgclient.h), as a mutex does.  A call refused before
+ * any attempt (unusable, or write-held by the caller: EDEADLK or EBUSY)
+ * is an answer, not a lock, and is not told.
+ */
+static __attribute__((noinline)) int take_noted(proxylock_rwlock_t *rw, bool write, bool try,
+                                                bool deadline, clockid_t clock,
+                                                const struct timespec *abstime)
+{
+	uint32_t w = plk_rw_word(rw);
+	bool may_fail = try || deadline;
+	int err;
+
+	if (rw_unusable(rw, w) || write_held_by(w, plk_tid()))
+		return take(rw, write, try, deadline, clock, abstime);
+	plk_tsan_rw_pre_lock(rw, !write, may_fail);
+	plk_vg(plk_vg_rw_lock_pre(rw, write, may_fail));
+	err = take(rw, write, try, deadline, clock, abstime);
+	plk_tsan_rw_post_lock(rw, !write, may_fail, err);
+	plk_vg(plk_vg_rw_lock_post(rw, write, err == 0));
+	return err;
+}
+
+/* Tools watching: release and tell them which hold went, unless the
+ * caller holds none (EPERM, EINVAL: an answer, not an unlock). */
+static __attribute__((noinline)) int release_noted(proxylock_rwlock_t *rw)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+	uint32_t w = plk_rw_word(rw);
+	bool write = write_held_by(w, plk_tid());
+	int err;
+
+	if (!write && (rw_unusable(rw, w) || (w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) == 0 ||
+	               ((!s || plk_rdset_find(s, (uintptr_t)rw) < 0) && plk_tls_rd_untracked == 0)))
+		return release(rw);
+	plk_tsan_rw_pre_unlock(rw, !write);
+	plk_vg(plk_vg_rw_unlock_pre(rw, write));
+	err = release(rw);
+	plk_tsan_rw_post_unlock(rw, !write);
+	plk_vg(plk_vg_rw_unlock_post(rw));
+	return err;
+}
+
+#define tools_watching() (PLK_TSAN || plk_vg_active())
+
 int proxylock_rwlock_rdlock(proxylock_rwlock_t *rw)
 {
 	if (__builtin_expect(!rw, 0))
 		return EINVAL;
-	if (plk_rw_rdlock_fast(rw))
-		return 0;
-	return rdlock_slow(rw, false, CLOCK_REALTIME, NULL);
+	if (tools_watching())
+		return take_noted(rw, false, false, false, CLOCK_REALTIME, NULL);
+	return take(rw, false, false, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw)
 {
 	if (!rw)
 		return EINVAL;
-	if (plk_rw_rdlock_fast(rw))
-		return 0;
-	return rdlock_slow(rw, true, CLOCK_REALTIME, NULL);
+	if (tools_watching())
+		return take_noted(rw, false, true, false, CLOCK_REALTIME, NULL);
+	return take(rw, false, true, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
@@ -666,11 +744,9 @@ int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
 {
 	if (!rw || !clock_ok(clock))
 		return EINVAL;
-	if (plk_rw_rdlock_fast(rw))
-		return 0;
-	if (!abstime)
-		return EINVAL;
-	return rdlock_slow(rw, false, clock, abstime);
+	if (tools_watching())
+		return take_noted(rw, false, false, true, clock, abstime);
+	return take(rw, false, false, true, clock, abstime);
 }
 
 int proxylock_rwlock_timedrdlock(proxylock_rwlock_t *rw, const struct timespec *abstime)
@@ -682,18 +758,18 @@ int proxylock_rwlock_wrlock(proxylock_rwlock_t *rw)
 {
 	if (__builtin_expect(!rw, 0))
 		return EINVAL;
-	if (plk_rw_wrlock_fast(rw))
-		return 0;
-	return wrlock_slow(rw, false, CLOCK_REALTIME, NULL);
+	if (tools_watching())
+		return take_noted(rw, true, false, false, CLOCK_REALTIME, NULL);
+	return take(rw, true, false, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_trywrlock(proxylock_rwlock_t *rw)
 {
 	if (!rw)
 		return EINVAL;
-	if (plk_rw_wrlock_fast(rw))
-		return 0;
-	return wrlock_slow(rw, true, CLOCK_REALTIME, NULL);
+	if (tools_watching())
+		return take_noted(rw, true, true, false, CLOCK_REALTIME, NULL);
+	return take(rw, true, true, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
@@ -701,11 +777,9 @@ int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
 {
 	if (!rw || !clock_ok(clock))
 		return EINVAL;
-	if (plk_rw_wrlock_fast(rw))
-		return 0;
-	if (!abstime)
-		return EINVAL;
-	return wrlock_slow(rw, false, clock, abstime);
+	if (tools_watching())
+		return take_noted(rw, true, false, true, clock, abstime);
+	return take(rw, true, false, true, clock, abstime);
 }
 
 int proxylock_rwlock_timedwrlock(proxylock_rwlock_t *rw, const struct timespec *abstime)
@@ -717,12 +791,7 @@ int proxylock_rwlock_unlock(proxylock_rwlock_t *rw)
 {
 	if (__builtin_expect(!rw, 0))
 		return EINVAL;
-	switch (plk_rw_rdunlock_fast(rw)) {
-	case PLK_RD_DONE:
-		return 0;
-	case PLK_RD_CLEARED:
-		unlock_slow(rw, false);
-		return 0;
-	}
-	return unlock_other(rw);
+	if (tools_watching())
+		return release_noted(rw);
+	return release(rw);
 }

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "rwlockword.h"
+#include "tsan.h"
+#include "vgclient.h"
 
 #define PLK_RWATTR_MAGIC 0x504c4b52u  /* "PLKR" */
 
@@ -98,6 +100,8 @@ int proxylock_rwlock_init(proxylock_rwlock_t *rw, const proxylock_rwlockattr_t *
 	}
 	*rw = (proxylock_rwlock_t)PROXYLOCK_RWLOCK_INITIALIZER;
 	rw->__flags = kind | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
+	plk_tsan_rw_create(rw);
+	plk_vg(plk_vg_rw_create(rw));
 	return 0;
 }
 
@@ -113,5 +117,7 @@ int proxylock_rwlock_destroy(proxylock_rwlock_t *rw)
 		return EINVAL;
 	if (w != 0 || !plk_rw_cas(rw, 0, PLK_RW_DESTROYED))
 		return EBUSY;
+	plk_tsan_rw_destroy(rw);
+	plk_vg(plk_vg_rw_destroy(rw));
 	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * tsan.h - ThreadSanitizer: PLK_TSAN, 1 in a TSan build and 0 else, and
  * the annotations that describe a proxylock mutex to it (used by
- * mutex.c, mutexattr.c and cond.c, which adds the condvar's own).
+ * mutex.c, mutexattr.c and cond.c, which adds the condvar's own) and a
+ * proxylock rwlock (rwlock.c, rwlockattr.c).
  * Everything else the library synchronises with is atomics and futexes,
  * which TSan sees or needs no help with.
  */
@@ -54,6 +55,30 @@ static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail,
 #define plk_tsan_create(m) \
 	(plk_tsan_annotated(m) ? __tsan_mutex_create((m), plk_tsan_flags((m), false, 0)) : (void)0)
 #define plk_tsan_destroy(m) (plk_tsan_annotated(m) ? __tsan_mutex_destroy((m), 0) : (void)0)
+
+/*
+ * An rwlock is the same kind of custom mutex, its read holds flagged
+ * __tsan_mutex_read_lock: TSan then orders a write hold after every
+ * earlier hold, a read hold after earlier write holds only (two readers
+ * are not ordered by the lock, so their writes race), as for its own
+ * pthread_rwlock interceptors.  @read: a read hold; @may_fail: the call
+ * can return without it (try, deadline); @err: it did.
+ */
+static inline unsigned plk_tsan_rw_flags(bool read, bool may_fail, int err)
+{
+	return (read ? __tsan_mutex_read_lock : 0) | (may_fail ? __tsan_mutex_try_lock : 0) |
+	       (err ? __tsan_mutex_try_lock_failed : 0);
+}
+#define plk_tsan_rw_pre_lock(rw, read, may_fail) \
+	__tsan_mutex_pre_lock((rw), plk_tsan_rw_flags((read), (may_fail), 0))
+#define plk_tsan_rw_post_lock(rw, read, may_fail, err) \
+	__tsan_mutex_post_lock((rw), plk_tsan_rw_flags((read), (may_fail), (err)), 0)
+#define plk_tsan_rw_pre_unlock(rw, read) \
+	((void)__tsan_mutex_pre_unlock((rw), plk_tsan_rw_flags((read), false, 0)))
+#define plk_tsan_rw_post_unlock(rw, read) \
+	__tsan_mutex_post_unlock((rw), plk_tsan_rw_flags((read), false, 0))
+#define plk_tsan_rw_create(rw) __tsan_mutex_create((rw), 0)
+#define plk_tsan_rw_destroy(rw) __tsan_mutex_destroy((rw), 0)
 #else
 #define plk_tsan_pre_lock(m, may_fail) ((void)0)
 #define plk_tsan_post_lock(m, may_fail, err) ((void)0)
@@ -61,6 +86,12 @@ static inline unsigned plk_tsan_flags(const proxylock_mutex_t *m, bool may_fail,
 #define plk_tsan_post_unlock(m) ((void)0)
 #define plk_tsan_create(m) ((void)0)
 #define plk_tsan_destroy(m) ((void)0)
+#define plk_tsan_rw_pre_lock(rw, read, may_fail) ((void)0)
+#define plk_tsan_rw_post_lock(rw, read, may_fail, err) ((void)0)
+#define plk_tsan_rw_pre_unlock(rw, read) ((void)0)
+#define plk_tsan_rw_post_unlock(rw, read) ((void)0)
+#define plk_tsan_rw_create(rw) ((void)0)
+#define plk_tsan_rw_destroy(rw) ((void)0)
 #endif
 
 #endif /* PLK_TSAN_H */

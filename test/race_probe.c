@@ -10,10 +10,19 @@
  *   lock-order   A then B in one thread, later B then A in another: no
  *                deadlock happens, but the tool must report the lock-order
  *                inversion, which it can only do because proxylocks
- *                annotate themselves as mutexes (expects failure).
+ *                annotate themselves as mutexes (expects failure);
+ *   rw-guarded   one thread adds to the counter under a proxylock
+ *                rwlock's write hold, the other reads it under read
+ *                holds and adds under write holds: quiet (exit 0);
+ *   rw-readers   both add under read holds only, which exclude writers
+ *                but not each other: the tool must report the race,
+ *                which it can only do because rwlocks annotate
+ *                themselves as reader-writer locks (expects failure);
+ *   rw-lock-order  lock-order, with the rwlock (write-held) as B.
  * ITERS in the environment sets the loop count (Valgrind is slow).
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +30,9 @@
 #include "proxylock.h"
 
 static proxylock_mutex_t a = PROXYLOCK_MUTEX_INITIALIZER, b = PROXYLOCK_MUTEX_INITIALIZER;
+static proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 static long counter;
+static volatile long seen;
 static int skip_lock_in_second;
 
 static int iters = 100000;
@@ -42,12 +53,53 @@ static void *bump(void *arg)
 	return NULL;
 }
 
+static void *rw_bump(void *arg)
+{
+	int second = arg != NULL;
+
+	for (int i = 0; i < iters; i++) {
+		if (skip_lock_in_second) {  /* rw-readers: a write under a read hold */
+			proxylock_rwlock_rdlock(&rw);
+			counter++;
+			proxylock_rwlock_unlock(&rw);
+			continue;
+		}
+		if (second) {
+			proxylock_rwlock_rdlock(&rw);
+			seen = counter;
+			proxylock_rwlock_unlock(&rw);
+		}
+		proxylock_rwlock_wrlock(&rw);
+		counter++;
+		proxylock_rwlock_unlock(&rw);
+	}
+	return NULL;
+}
+
+static bool b_is_rw;
+
+static void lock_b(void)
+{
+	if (b_is_rw)
+		proxylock_rwlock_wrlock(&rw);
+	else
+		proxylock_mutex_lock(&b);
+}
+
+static void unlock_b(void)
+{
+	if (b_is_rw)
+		proxylock_rwlock_unlock(&rw);
+	else
+		proxylock_mutex_unlock(&b);
+}
+
 static void *a_then_b(void *arg)
 {
 	(void)arg;
 	proxylock_mutex_lock(&a);
-	proxylock_mutex_lock(&b);
-	proxylock_mutex_unlock(&b);
+	lock_b();
+	unlock_b();
 	proxylock_mutex_unlock(&a);
 	return NULL;
 }
@@ -55,10 +107,10 @@ static void *a_then_b(void *arg)
 static void *b_then_a(void *arg)
 {
 	(void)arg;
-	proxylock_mutex_lock(&b);
+	lock_b();
 	proxylock_mutex_lock(&a);
 	proxylock_mutex_unlock(&a);
-	proxylock_mutex_unlock(&b);
+	unlock_b();
 	return NULL;
 }
 
@@ -69,16 +121,19 @@ int main(int argc, char **argv)
 
 	if (getenv("ITERS"))
 		iters = atoi(getenv("ITERS"));
-	if (!strcmp(mode, "lock-order")) {
+	b_is_rw = !strcmp(mode, "rw-lock-order");
+	if (!strcmp(mode, "lock-order") || b_is_rw) {
 		pthread_create(&t1, NULL, a_then_b, NULL);
 		pthread_join(t1, NULL);  /* one after the other: no real deadlock */
 		pthread_create(&t2, NULL, b_then_a, NULL);
 		pthread_join(t2, NULL);
 		return 0;
 	}
-	skip_lock_in_second = !strcmp(mode, "unguarded");
-	pthread_create(&t1, NULL, bump, NULL);
-	pthread_create(&t2, NULL, bump, (void *)1);
+	bool rw_mode = !strncmp(mode, "rw-", 3);
+
+	skip_lock_in_second = !strcmp(mode, "unguarded") || !strcmp(mode, "rw-readers");
+	pthread_create(&t1, NULL, rw_mode ? rw_bump : bump, NULL);
+	pthread_create(&t2, NULL, rw_mode ? rw_bump : bump, (void *)1);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
 	printf("counter %ld\n", counter);
