@@ -3,7 +3,7 @@
  * lockstat.c - per-lock statistics and the PROXYLOCK_STATS=1 report.
  *
  * Off unless enabled (the interposer does so when PROXYLOCK_STATS=1):
- * then every mutex and condvar the interposer sees gets a row.  No
+ * then every mutex, rwlock and condvar the interposer sees gets a row.  No
  * interposed call and no part of the report takes memory from the
  * program's allocator (an allocator whose locks are pthread mutexes,
  * jemalloc, would come back here inside its own lock, for ever), takes a
@@ -60,11 +60,15 @@
 #define LEVEL0_SLOTS 4096
 #define PROBES 16          /* slots tried per level before the next one */
 
+/* What a row counts. */
+enum { ROW_MUTEX = 0, ROW_COND = 1, ROW_RWLOCK = 2 };
+
 struct lockstat {
 	const void *addr;
-	int is_cond;
+	int kind;               /* ROW_* */
 	int ready;              /* in the index: the report's rows (release/acquire) */
-	uint64_t uses;          /* acquisitions (mutex) or waits (condvar) */
+	uint64_t uses;          /* acquisitions (mutex), read acquisitions (rwlock), waits (condvar) */
+	uint64_t wr_uses;       /* write acquisitions (rwlock) */
 	uint64_t contended;
 	uint64_t wait_ns, wait_max_ns;
 	uint64_t donations;
@@ -162,7 +166,7 @@ static struct lockstat **level(int k, bool map)
 
 /*
  * Level @l (slot mask @mask) of the search for @addr (hash @h): its row,
- * found or, if @is_cond >= 0, published in the first empty slot (from
+ * found or, if @kind >= 0, published in the first empty slot (from
  * *@fresh, claimed here if NULL, and then taken); NULL with *@stop set if
  * the search ends here without one (an empty slot when only finding, no
  * memory for a row); NULL alone if PROBES slots hold other locks.
@@ -176,7 +180,7 @@ static struct lockstat **level(int k, bool map)
  * row's address and kind.
  */
 static struct lockstat *probe_level(struct lockstat **l, unsigned long mask, unsigned long h,
-                                    const void *addr, int is_cond, struct lockstat **fresh,
+                                    const void *addr, int kind, struct lockstat **fresh,
                                     bool *stop)
 {
 	for (unsigned long j = 0; j < PROBES; j++) {
@@ -184,19 +188,19 @@ static struct lockstat *probe_level(struct lockstat **l, unsigned long mask, uns
 		struct lockstat *r = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
 		if (!r) {
-			if (is_cond < 0 || (!*fresh && !(*fresh = row_claim()))) {
+			if (kind < 0 || (!*fresh && !(*fresh = row_claim()))) {
 				*stop = true;
 				return NULL;
 			}
 			(*fresh)->addr = addr;
-			(*fresh)->is_cond = is_cond;
+			(*fresh)->kind = kind;
 			if (__atomic_compare_exchange_n(slot, &r, *fresh, 0, __ATOMIC_RELEASE,
 			                                __ATOMIC_ACQUIRE)) {
 				r = *fresh;
 				*fresh = NULL;
 				/* Release: the report, which finds rows by this flag
 				 * rather than through the index, then reads addr and
-				 * is_cond as written. */
+				 * kind as written. */
 				__atomic_store_n(&r->ready, 1, __ATOMIC_RELEASE);
 				return r;
 			}
@@ -208,26 +212,25 @@ static struct lockstat *probe_level(struct lockstat **l, unsigned long mask, uns
 }
 
 /*
- * @addr's row; if it has none and @is_cond >= 0 (0: a mutex, 1: a
- * condvar), a new one.  NULL if it has none, or there is no memory for
+ * @addr's row; if it has none and @kind >= 0 (a ROW_*), a new one.  NULL if it has none, or there is no memory for
  * one (the operation is then not counted, and rows_lost says so).
  */
-static struct lockstat *row_of(const void *addr, int is_cond)
+static struct lockstat *row_of(const void *addr, int kind)
 {
 	unsigned long h = addr_hash(addr);
 	struct lockstat *fresh = NULL, *r = NULL;
 	bool stop = false;
 
 	for (int k = 0; k < LEVELS && !r && !stop; k++) {
-		struct lockstat **l = level(k, is_cond >= 0);
+		struct lockstat **l = level(k, kind >= 0);
 
 		if (!l)
 			break;
-		r = probe_level(l, ((unsigned long)LEVEL0_SLOTS << k) - 1, h, addr, is_cond, &fresh, &stop);
+		r = probe_level(l, ((unsigned long)LEVEL0_SLOTS << k) - 1, h, addr, kind, &fresh, &stop);
 	}
 	if (fresh)
 		spare = fresh;  /* claimed, never published: this thread's next new lock's */
-	if (!r && is_cond >= 0)
+	if (!r && kind >= 0)
 		__atomic_fetch_add(&rows_lost, 1, __ATOMIC_RELAXED);
 	return r;
 }
@@ -269,22 +272,39 @@ static void add(uint64_t *field, uint64_t v)
 	__atomic_fetch_add(field, v, __ATOMIC_RELAXED);
 }
 
+/* One acquisition of @e's lock: after @wait_ns if @contended. */
+static void count_wait(struct lockstat *e, bool contended, uint64_t wait_ns)
+{
+	uint64_t max;
+
+	if (!contended)
+		return;
+	max = __atomic_load_n(&e->wait_max_ns, __ATOMIC_RELAXED);
+	add(&e->contended, 1);
+	add(&e->wait_ns, wait_ns);
+	while (wait_ns > max &&
+	       !__atomic_compare_exchange_n(&e->wait_max_ns, &max, wait_ns, 1, __ATOMIC_RELAXED,
+	                                    __ATOMIC_RELAXED))
+		;
+}
+
 void plk_lockstat_mutex(const void *m, bool contended, uint64_t wait_ns)
 {
 	struct lockstat *e;
 
-	if ((e = row_of(m, 0))) {
+	if ((e = row_of(m, ROW_MUTEX))) {
 		add(&e->uses, 1);
-		if (contended) {
-			uint64_t max = __atomic_load_n(&e->wait_max_ns, __ATOMIC_RELAXED);
+		count_wait(e, contended, wait_ns);
+	}
+}
 
-			add(&e->contended, 1);
-			add(&e->wait_ns, wait_ns);
-			while (wait_ns > max &&
-			       !__atomic_compare_exchange_n(&e->wait_max_ns, &max, wait_ns, 1,
-			                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				;
-		}
+void plk_lockstat_rwlock(const void *rw, bool write, bool contended, uint64_t wait_ns)
+{
+	struct lockstat *e;
+
+	if ((e = row_of(rw, ROW_RWLOCK))) {
+		add(write ? &e->wr_uses : &e->uses, 1);
+		count_wait(e, contended, wait_ns);
 	}
 }
 
@@ -292,7 +312,7 @@ void plk_lockstat_cond(const void *c)
 {
 	struct lockstat *e;
 
-	if ((e = row_of(c, 1)))
+	if ((e = row_of(c, ROW_COND)))
 		add(&e->uses, 1);
 }
 
@@ -302,6 +322,9 @@ static void lockstat_lent(const void *lock, unsigned kinds)
 
 	if (!plk_lockstat_on)
 		return;
+	/* An rwlock's waiters are keyed by its address | PLK_RW_TAG
+	 * (registry.h); every lock is at least 4-aligned. */
+	lock = (const void *)((uintptr_t)lock & ~(uintptr_t)3);
 	if ((e = row_of(lock, -1))) {  /* made when the lock was first taken */
 		add(&e->donations, 1);
 		for (int k = 0; k < 4; k++)
@@ -389,8 +412,8 @@ static void kinds_name(unsigned kinds, char *buf, size_t len)
 
 static void print_rows(struct lockstat *const *rows, size_t n)
 {
-	say(report_fd, "proxylock: %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
-	    "mutex", "locked", "contended", "wait-ms", "max-wait-ms", "donations",
+	say(report_fd, "proxylock: %-6s %-18s %12s %12s %12s %12s %10s %7s %8s %6s %4s\n",
+	    "type", "lock", "locked", "contended", "wait-ms", "max-wait-ms", "donations",
 	    "uclamp", "affinity", "nice", "rt");
 	for (size_t i = 0; i < n && get(&rows[i]->contended) + get(&rows[i]->donations); i++) {
 		const struct lockstat *e = rows[i];
@@ -398,33 +421,44 @@ static void print_rows(struct lockstat *const *rows, size_t n)
 
 		ms_str(wait, sizeof(wait), get(&e->wait_ns));
 		ms_str(wait_max, sizeof(wait_max), get(&e->wait_max_ns));
-		say(report_fd, "proxylock: %-18p %12llu %12llu %12s %12s %10llu %7llu %8llu %6llu %4llu\n",
-		    e->addr, get(&e->uses), get(&e->contended), wait, wait_max, get(&e->donations),
+		say(report_fd, "proxylock: %-6s %-18p %12llu %12llu %12s %12s %10llu %7llu %8llu %6llu %4llu\n",
+		    e->kind == ROW_RWLOCK ? "rwlock" : "mutex", e->addr,
+		    get(&e->uses) + get(&e->wr_uses), get(&e->contended), wait, wait_max, get(&e->donations),
 		    get(&e->lent[0]), get(&e->lent[1]), get(&e->lent[2]), get(&e->lent[3]));
 	}
 }
 
+/* What the report's header counts: rows by kind, contended ones. */
+struct seen {
+	size_t mutex, cond, rwlock, mutex_contended, rwlock_contended;
+};
+
 /*
- * The REPORT_ROWS most contended mutexes into @top, best first (a plain
- * insertion into a fixed array); counts in *@nmutex, *@ncond,
- * *@ncontended.  A walk of the slabs: no RCU, no allocation.
+ * The REPORT_ROWS most contended mutexes and rwlocks into @top, best
+ * first (a plain insertion into a fixed array); the counts in *@n.  A
+ * walk of the slabs: no RCU, no allocation.
  */
-static size_t collect(struct lockstat **top, size_t *nmutex, size_t *ncond, size_t *ncontended)
+static size_t collect(struct lockstat **top, struct seen *n)
 {
 	struct lockstat *e;
 	unsigned long r = 0;
 	size_t ntop = 0;
 
-	*nmutex = *ncond = *ncontended = 0;
+	*n = (struct seen){ 0 };
 	while ((e = row_next(&r))) {
 		size_t i;
 
-		if (e->is_cond) {
-			++*ncond;
+		if (e->kind == ROW_COND) {
+			n->cond++;
 			continue;
 		}
-		++*nmutex;
-		*ncontended += get(&e->contended) > 0;
+		if (e->kind == ROW_RWLOCK) {
+			n->rwlock++;
+			n->rwlock_contended += get(&e->contended) > 0;
+		} else {
+			n->mutex++;
+			n->mutex_contended += get(&e->contended) > 0;
+		}
 		if (ntop == REPORT_ROWS && by_contention(e, top[ntop - 1]) >= 0)
 			continue;
 		i = ntop < REPORT_ROWS ? ntop++ : ntop - 1;
@@ -438,14 +472,16 @@ static size_t collect(struct lockstat **top, size_t *nmutex, size_t *ncond, size
 static void report_table(void)
 {
 	struct lockstat *top[REPORT_ROWS];
-	size_t ntop, nmutex, ncond, ncontended;
 	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
+	struct seen n;
+	size_t ntop;
 	char kinds[64];
 
-	ntop = collect(top, &nmutex, &ncond, &ncontended);
+	ntop = collect(top, &n);
 	kinds_name(proxylock_donate_kinds(), kinds, sizeof(kinds));
-	say(report_fd, "proxylock: interposer active: %zu mutexes and %zu condvars seen, "
-	    "%zu mutexes contended; lending %s\n", nmutex, ncond, ncontended, kinds);
+	say(report_fd, "proxylock: interposer active: %zu mutexes, %zu rwlocks and %zu condvars "
+	    "seen, %zu mutexes and %zu rwlocks contended; lending %s\n", n.mutex, n.rwlock, n.cond,
+	    n.mutex_contended, n.rwlock_contended, kinds);
 	if (lost)
 		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
@@ -509,26 +545,32 @@ static unsigned dead_count(const void *lock)
 
 static void json_lock(int fd, const struct lockstat *e, const char *sep)
 {
+	static const char *const type[] = { "mutex", "condvar", "rwlock" };
+
 	say(fd, "%s\n    {\"address\": \"%p\", \"type\": \"%s\", \"call_sites\": [], ",
-	    sep, e->addr, e->is_cond ? "condvar" : "mutex");
-	if (e->is_cond) {
+	    sep, e->addr, type[e->kind]);
+	if (e->kind == ROW_COND) {
 		say(fd, "\"waits\": %llu}", get(&e->uses));
 		return;
 	}
+	if (e->kind == ROW_RWLOCK)
+		say(fd, "\"rdlock_acquisitions\": %llu, \"wrlock_acquisitions\": %llu, ",
+		    get(&e->uses), get(&e->wr_uses));
 	say(fd, "\"acquisitions\": %llu, \"contended\": %llu, \"wait_ns\": %llu, "
-	    "\"max_wait_ns\": %llu, \"donations\": %llu, \"lent\": {", get(&e->uses),
-	    get(&e->contended), get(&e->wait_ns), get(&e->wait_max_ns), get(&e->donations));
+	    "\"max_wait_ns\": %llu, \"donations\": %llu, \"lent\": {",
+	    get(&e->uses) + get(&e->wr_uses), get(&e->contended), get(&e->wait_ns),
+	    get(&e->wait_max_ns), get(&e->donations));
 	for (int k = 0; k < 4; k++)
 		say(fd, "%s\"%s\": %llu", k ? ", " : "", kind_names[k], get(&e->lent[k]));
 	say(fd, "}, \"dead_owners\": %u}", dead_count(e->addr));
 }
 
-/* Mutexes before condvars, each by contention: a shell sort, in place
- * (qsort may call malloc). */
+/* Mutexes and rwlocks before condvars, each by contention: a shell
+ * sort, in place (qsort may call malloc). */
 static int json_order(const struct lockstat *x, const struct lockstat *y)
 {
-	if (x->is_cond != y->is_cond)
-		return x->is_cond ? 1 : -1;
+	if ((x->kind == ROW_COND) != (y->kind == ROW_COND))
+		return x->kind == ROW_COND ? 1 : -1;
 	return by_contention(x, y);
 }
 
@@ -577,7 +619,8 @@ static struct lockstat **snapshot(size_t *n, size_t *bytes)
 static void report_json(int fd)
 {
 	struct lockstat *top[REPORT_ROWS], **rows;
-	size_t ntop, nmutex, ncond, ncontended, nrows = 0, bytes = 0;
+	size_t ntop, nrows = 0, bytes = 0;
+	struct seen n;
 	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
 	struct proxylock_stats st;
 	const void *dlock;
@@ -585,7 +628,7 @@ static void report_json(int fd)
 	pid_t dtid;
 	unsigned nd;
 
-	ntop = collect(top, &nmutex, &ncond, &ncontended);
+	ntop = collect(top, &n);
 	rows = snapshot(&nrows, &bytes);
 	proxylock_stats_get(&st);
 	say(fd, "{\n  \"version\": 1,\n  \"pid\": %d,\n  \"program\": ", (int)getpid());
@@ -593,7 +636,9 @@ static void report_json(int fd)
 	say(fd, ",\n  \"lending\": ");
 	json_kinds(fd, proxylock_donate_kinds());
 	say(fd, ",\n  \"mutexes_seen\": %zu,\n  \"condvars_seen\": %zu,\n"
-	    "  \"mutexes_contended\": %zu,\n  \"truncated\": %s,\n", nmutex, ncond, ncontended,
+	    "  \"mutexes_contended\": %zu,\n  \"rwlocks_seen\": %zu,\n"
+	    "  \"rwlocks_contended\": %zu,\n  \"truncated\": %s,\n", n.mutex, n.cond,
+	    n.mutex_contended, n.rwlock, n.rwlock_contended,
 	    rows && !lost ? "false" : "true");
 	say(fd, "  \"totals\": {\"contended\": %llu, \"sleeps\": %llu, \"handoffs\": %llu, "
 	    "\"donations\": %llu, \"restores\": %llu, \"lent\": {\"uclamp\": %llu, "

@@ -22,6 +22,10 @@ PLK_HIDDEN void plk_lockstat_enable(void);
 /** plk_lockstat_mutex - @m was acquired, after @wait_ns if @contended. */
 PLK_HIDDEN void plk_lockstat_mutex(const void *m, bool contended, uint64_t wait_ns);
 
+/** plk_lockstat_rwlock - @rw was acquired for writing if @write, else
+ * for reading, after @wait_ns if @contended. */
+PLK_HIDDEN void plk_lockstat_rwlock(const void *rw, bool write, bool contended, uint64_t wait_ns);
+
 /** plk_lockstat_cond - a thread waited on condvar @c. */
 PLK_HIDDEN void plk_lockstat_cond(const void *c);
 

@@ -66,6 +66,7 @@
 #include "mutex.h"
 #include "preload.h"
 #include "registry.h"
+#include "rwlockword.h"
 #include "schedctl.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))
@@ -186,6 +187,22 @@ static void careful_window_publish(void)
 #define SINCE_2_30(name) name
 #endif
 
+/* The rwlock calls, for process-shared rwlocks (and liburcu's). */
+static void resolve_rwlock_functions(void)
+{
+	RESOLVE(rwlock_init, "pthread_rwlock_init", NULL);
+	RESOLVE(rwlock_destroy, "pthread_rwlock_destroy", NULL);
+	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock", NULL);
+	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock", NULL);
+	RESOLVE(rwlock_timedrdlock, "pthread_rwlock_timedrdlock", NULL);
+	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock", NULL);
+	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock", NULL);
+	RESOLVE(rwlock_timedwrlock, "pthread_rwlock_timedwrlock", NULL);
+	RESOLVE(rwlock_unlock, "pthread_rwlock_unlock", NULL);
+	RESOLVE(rwlock_clockrdlock, SINCE_2_30("pthread_rwlock_clockrdlock"), NULL);
+	RESOLVE(rwlock_clockwrlock, SINCE_2_30("pthread_rwlock_clockwrlock"), NULL);
+}
+
 /* The mutex calls first: a glibc-only mutex an allocator might lock
  * from inside a later lookup finds them already there. */
 static void resolve_functions(void)
@@ -216,6 +233,7 @@ static void resolve_functions(void)
 	/* Optional (NULL before glibc 2.30): every use checks. */
 	RESOLVE(mutex_clocklock, SINCE_2_30("pthread_mutex_clocklock"), NULL);
 	RESOLVE(cond_clockwait, SINCE_2_30("pthread_cond_clockwait"), NULL);
+	resolve_rwlock_functions();
 }
 
 static void res_advance(uint32_t state)
@@ -337,6 +355,7 @@ static __attribute__((constructor)) void preload_init(void)
 	careful_window_publish();
 	plk_sched_probe_places();
 	plk_registry_key_init();
+	plk_rdset_key_init();
 	slow_depth--;
 }
 
@@ -752,6 +771,300 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 	plk_cond_wake((proxylock_cond_t *)c, true);
 	slow_depth--;
 	return 0;
+}
+
+/* --- reader-writer locks --------------------------------------------- */
+
+/*
+ * A proxylock rwlock lies over glibc's pthread_rwlock_t (proxylock.h,
+ * rwlockattr.c): the word on __readers, the kind on __flags, where
+ * glibc's static initializers put it, every other byte zero.  glibc's
+ * pthread_rwlock_init sets __shared to 1 for a process-shared rwlock,
+ * and a proxylock rwlock keeps that int zero: those stay glibc's.  The
+ * attribute object stays glibc's too (pthread_rwlockattr_* are not
+ * interposed): init reads its kind and pshared through glibc's getters,
+ * so pthread_rwlockattr_setkind_np takes effect.
+ *
+ * glibc's differences kept: destroy leaves the rwlock usable (glibc's
+ * does nothing), but refuses with EBUSY one that is held or waited for
+ * (POSIX recommends it; glibc returns 0).  Unlock by a thread holding
+ * nothing is EPERM (glibc corrupts its counts and returns 0).
+ */
+_Static_assert(offsetof(pthread_rwlock_t, __data.__shared) >
+               offsetof(proxylock_rwlock_t, __word) &&
+               offsetof(pthread_rwlock_t, __data.__shared) + sizeof(int) <=
+               offsetof(proxylock_rwlock_t, __flags),
+               "glibc's __shared lies in a proxylock rwlock's reserved bytes");
+
+static bool rwlock_is_glibc(const pthread_rwlock_t *prw)
+{
+	return prw->__data.__shared != 0;
+}
+
+#define RW_CAREFUL(prw, ra) \
+	__builtin_expect(plk_careful(ra) || rwlock_is_glibc(prw), 0)
+
+/* glibc's clocked rwlock call, or before 2.30 its timed one on the
+ * CLOCK_REALTIME equivalent; EINVAL for other clocks, as glibc says. */
+static int real_rw_clocklock(pthread_rwlock_t *prw, bool write, clockid_t clock,
+                             const struct timespec *abstime)
+{
+	const struct plk_real *r = plk_real();
+	int (*clocked)(pthread_rwlock_t *, clockid_t, const struct timespec *) =
+		write ? r->rwlock_clockwrlock : r->rwlock_clockrdlock;
+	int (*timed)(pthread_rwlock_t *, const struct timespec *) =
+		write ? r->rwlock_timedwrlock : r->rwlock_timedrdlock;
+	struct timespec ts;
+
+	if (clock == CLOCK_REALTIME)
+		return timed(prw, abstime);
+	if (clocked)
+		return clocked(prw, clock, abstime);
+	if (clock != CLOCK_MONOTONIC)
+		return EINVAL;
+	return timed(prw, deadline_on(CLOCK_REALTIME, clock, abstime, &ts));
+}
+
+static int glibc_rw_op(pthread_rwlock_t *prw, bool write, enum lock_op op, clockid_t clock,
+                       const struct timespec *abstime)
+{
+	const struct plk_real *r = plk_real();
+
+	switch (op) {
+	case OP_TRY:
+		return write ? r->rwlock_trywrlock(prw) : r->rwlock_tryrdlock(prw);
+	case OP_TIMED:
+		return real_rw_clocklock(prw, write, clock, abstime);
+	default:
+		return write ? r->rwlock_wrlock(prw) : r->rwlock_rdlock(prw);
+	}
+}
+
+static int proxy_rw_op(proxylock_rwlock_t *rw, bool write, enum lock_op op, clockid_t clock,
+                       const struct timespec *abstime)
+{
+	switch (op) {
+	case OP_TRY:
+		return write ? proxylock_rwlock_trywrlock(rw) : proxylock_rwlock_tryrdlock(rw);
+	case OP_TIMED:
+		return write ? proxylock_rwlock_clockwrlock(rw, clock, abstime)
+		             : proxylock_rwlock_clockrdlock(rw, clock, abstime);
+	default:
+		return write ? proxylock_rwlock_wrlock(rw) : proxylock_rwlock_rdlock(rw);
+	}
+}
+
+/* Inside one of our slow paths (an allocator's lock, see slow_depth):
+ * try and yield, as lock_nested does for a mutex. */
+static int rw_lock_nested(proxylock_rwlock_t *rw, bool write, enum lock_op op, clockid_t clock,
+                          const struct timespec *abstime)
+{
+	int err;
+
+	if (op == OP_TIMED && !abstime)
+		return proxy_rw_op(rw, write, op, clock, abstime);  /* its EINVAL, or the lock */
+	while ((err = proxy_rw_op(rw, write, OP_TRY, clock, abstime)) == EBUSY && op != OP_TRY) {
+		if (op == OP_TIMED && plk_deadline_passed(clock, abstime))
+			return ETIMEDOUT;
+		sched_yield();
+	}
+	return err;
+}
+
+/* A deadline glibc refuses before it tries the lock (POSIX lets a free
+ * lock be taken regardless; the core does so): a clock it does not
+ * wait on, or a tv_nsec out of range.  NULL is the core's EINVAL. */
+static bool rw_deadline_bad(clockid_t clock, const struct timespec *abstime)
+{
+	return (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) ||
+	       (abstime && !plk_timespec_valid(abstime));
+}
+
+/* Lock @rw after a failed fast path (the core's calls try it again);
+ * the timed calls come here first, for glibc's checks. */
+static __attribute__((noinline)) int rw_lock_slow(proxylock_rwlock_t *rw, bool write,
+                                                  enum lock_op op, clockid_t clock,
+                                                  const struct timespec *abstime)
+{
+	int err;
+
+	if (op == OP_TIMED && rw_deadline_bad(clock, abstime))
+		return EINVAL;
+	if (slow_depth)
+		return rw_lock_nested(rw, write, op, clock, abstime);
+	slow_depth++;
+	err = proxy_rw_op(rw, write, op, clock, abstime);
+	slow_depth--;
+	return err;
+}
+
+/* Lock with everything checked and, if PROXYLOCK_STATS is on, counted. */
+static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uintptr_t ra,
+                                                     bool write, enum lock_op op, clockid_t clock,
+                                                     const struct timespec *abstime)
+{
+	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
+	bool contended = false;
+	uint64_t t0 = 0;
+	int err;
+
+	if (caller_is_urcu(ra) || rwlock_is_glibc(prw))
+		return glibc_rw_op(prw, write, op, clock, abstime);
+	if (op == OP_TRY || (op == OP_TIMED && rw_deadline_bad(clock, abstime))) {
+		err = rw_lock_slow(rw, write, op, clock, abstime);
+	} else if (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw)) {
+		err = 0;
+	} else {
+		contended = true;
+		t0 = plk_now_ns();
+		err = rw_lock_slow(rw, write, op, clock, abstime);
+	}
+	if (err == 0 && plk_lockstat_on && !slow_depth) {
+		slow_depth++;  /* a new row maps a slab (no allocation, but a system call) */
+		plk_lockstat_rwlock(prw, write, contended, contended ? plk_now_ns() - t0 : 0);
+		slow_depth--;
+	}
+	return err;
+}
+
+/* Unlock after the fast paths: @fast is what plk_rw_rdunlock_fast did. */
+static __attribute__((noinline)) int rw_unlock_slow(proxylock_rwlock_t *rw, int fast)
+{
+	int err = 0;
+
+	slow_depth++;
+	if (fast == PLK_RD_CLEARED)
+		plk_rw_unlock_cleared(rw);
+	else
+		err = proxylock_rwlock_unlock(rw);
+	slow_depth--;
+	return err;
+}
+
+static int rw_unlock(proxylock_rwlock_t *rw)
+{
+	int fast = plk_rw_rdunlock_fast(rw);
+
+	if (fast == PLK_RD_DONE || (fast == PLK_RD_SLOW && plk_rw_wrunlock_fast(rw)))
+		return 0;
+	return rw_unlock_slow(rw, fast);
+}
+
+PLK_EXPORT int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockattr_t *attr)
+{
+	int kind = PTHREAD_RWLOCK_DEFAULT_NP, pshared = PTHREAD_PROCESS_PRIVATE;
+	proxylock_rwlockattr_t pa;
+	int err;
+
+	if (attr) {
+		pthread_rwlockattr_getkind_np(attr, &kind);
+		pthread_rwlockattr_getpshared(attr, &pshared);
+	}
+	if (caller_is_urcu(RETURN_ADDRESS()) || pshared != PTHREAD_PROCESS_PRIVATE)
+		return plk_real()->rwlock_init(prw, attr);
+	proxylock_rwlockattr_init(&pa);
+	if ((err = proxylock_rwlockattr_setkind(&pa, kind)) != 0)
+		return err;
+	return proxylock_rwlock_init((proxylock_rwlock_t *)prw, &pa);
+}
+
+PLK_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *prw)
+{
+	const proxylock_rwlock_t *rw = (const proxylock_rwlock_t *)prw;
+
+	if (caller_is_urcu(RETURN_ADDRESS()) || rwlock_is_glibc(prw))
+		return plk_real()->rwlock_destroy(prw);
+	/* Held or waited for: the word is nonzero (RW1, RW2). */
+	return plk_rw_word(rw) != 0 ? EBUSY : 0;
+}
+
+PLK_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
+{
+	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, false, OP_LOCK, CLOCK_REALTIME, NULL);
+	if (plk_rw_rdlock_fast(rw))
+		return 0;
+	return rw_lock_slow(rw, false, OP_LOCK, CLOCK_REALTIME, NULL);
+}
+
+PLK_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, false, OP_TRY, CLOCK_REALTIME, NULL);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TRY, CLOCK_REALTIME, NULL);
+}
+
+PLK_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock,
+                                          const struct timespec *abstime)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, false, OP_TIMED, clock, abstime);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TIMED, clock, abstime);
+}
+
+PLK_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct timespec *abstime)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, false, OP_TIMED, CLOCK_REALTIME, abstime);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TIMED, CLOCK_REALTIME, abstime);
+}
+
+PLK_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
+{
+	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, true, OP_LOCK, CLOCK_REALTIME, NULL);
+	if (plk_rw_wrlock_fast(rw))
+		return 0;
+	return rw_lock_slow(rw, true, OP_LOCK, CLOCK_REALTIME, NULL);
+}
+
+PLK_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, true, OP_TRY, CLOCK_REALTIME, NULL);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TRY, CLOCK_REALTIME, NULL);
+}
+
+PLK_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock,
+                                          const struct timespec *abstime)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, true, OP_TIMED, clock, abstime);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TIMED, clock, abstime);
+}
+
+PLK_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct timespec *abstime)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (RW_CAREFUL(prw, ra))
+		return rw_lock_careful(prw, ra, true, OP_TIMED, CLOCK_REALTIME, abstime);
+	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TIMED, CLOCK_REALTIME, abstime);
+}
+
+PLK_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *prw)
+{
+	uintptr_t ra = RETURN_ADDRESS();
+
+	if (__builtin_expect(plk_careful(ra) && plk_preload_from_urcu(ra), 0) || rwlock_is_glibc(prw))
+		return plk_real()->rwlock_unlock(prw);
+	return rw_unlock((proxylock_rwlock_t *)prw);
 }
 
 /* --- C11 threads ----------------------------------------------------- */

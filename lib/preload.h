@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
- * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock and
- * cond_clockwait are NULL before glibc 2.30) and the test of
- * whether a call comes from liburcu (see preload.c).
+ * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock,
+ * cond_clockwait and the rwlock_clock*lock pair are NULL before glibc
+ * 2.30) and the test of whether a call comes from liburcu (see preload.c).
  */
 #ifndef PLK_PRELOAD_H
 #define PLK_PRELOAD_H
@@ -41,6 +41,18 @@ struct plk_real {
 	int (*pthread_setschedprio)(pthread_t, int);
 	int (*setpriority)(int, id_t, int);
 	int (*getpriority)(int, id_t);
+	/* Reader-writer locks (process-shared ones stay glibc's). */
+	int (*rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+	int (*rwlock_destroy)(pthread_rwlock_t *);
+	int (*rwlock_rdlock)(pthread_rwlock_t *);
+	int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+	int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_wrlock)(pthread_rwlock_t *);
+	int (*rwlock_trywrlock)(pthread_rwlock_t *);
+	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
 };
 
 /** plk_real - glibc's functions, resolved on first use. */

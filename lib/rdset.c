@@ -67,6 +67,11 @@ static void rd_key_init(void)
 	rd_key_ready = pthread_key_create(&rd_key, rd_destructor) == 0;
 }
 
+void plk_rdset_key_init(void)
+{
+	pthread_once(&rd_key_once, rd_key_init);
+}
+
 static void hwm_raise(uint32_t n)
 {
 	uint32_t h = __atomic_load_n(&rdsets_hwm, __ATOMIC_RELAXED);

@@ -62,6 +62,10 @@ PLK_HIDDEN extern __thread uint32_t plk_tls_rd_untracked __attribute__((tls_mode
  */
 PLK_HIDDEN struct plk_rdset *plk_rdset_self(void);
 
+/** plk_rdset_key_init - create the read sets' pthread key now (the
+ * interposer's constructor: no first read lock then makes it). */
+PLK_HIDDEN void plk_rdset_key_init(void);
+
 /** plk_rdset_find - index of @s's slot holding exactly @v, or -1. */
 static inline int plk_rdset_find(const struct plk_rdset *s, uintptr_t v)
 {

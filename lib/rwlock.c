@@ -614,6 +614,11 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 	rd_not_reader(rw);  /* not a holder any more, of either kind */
 }
 
+void plk_rw_unlock_cleared(proxylock_rwlock_t *rw)
+{
+	unlock_slow(rw, false);
+}
+
 /* Unlock after plk_rw_rdunlock_fast found no read hold of ours with a
  * slot: a write hold, an untracked read hold, or none (EPERM). */
 static __attribute__((noinline)) int unlock_other(proxylock_rwlock_t *rw)

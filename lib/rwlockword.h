@@ -183,6 +183,13 @@ static inline int plk_rw_rdunlock_fast(proxylock_rwlock_t *rw)
 	return PLK_RD_DONE;
 }
 
+/**
+ * plk_rw_unlock_cleared - finish the read unlock plk_rw_rdunlock_fast
+ * left at PLK_RD_CLEARED (through the bucket: rwlock.c).  For callers
+ * that run the fast paths themselves (the interposer).
+ */
+PLK_HIDDEN void plk_rw_unlock_cleared(proxylock_rwlock_t *rw);
+
 /** plk_rw_wrlock_fast - one CAS 0 -> WRITER|TID. */
 static inline bool plk_rw_wrlock_fast(proxylock_rwlock_t *rw)
 {

@@ -18,7 +18,7 @@ sort --parallel=2 -S 4M -n "$d/in" >"$d/plain.out" 2>"$d/plain.err"
 cmp "$d/plain.out" "$d/table.out" || { echo "not ok - output differs under proxylock run"; exit 1; }
 grep -Eq '^proxylock: interposer active: [1-9][0-9]* mutexes' "$d/table.err" ||
 	{ echo "not ok - no report on stderr"; cat "$d/table.err"; exit 1; }
-grep -q '^proxylock: mutex  *locked  *contended' "$d/table.err" ||
+grep -q '^proxylock: type  *lock  *locked  *contended' "$d/table.err" ||
 	{ echo "not ok - no table header"; exit 1; }
 echo "ok - sort's output is the same under proxylock run --stats, and the table is on stderr"
 

@@ -1,0 +1,24 @@
+#!/bin/sh
+# POSIX rwlock behaviour, natively and under the interposer (stats off
+# and on): rwlock_posix must pass each time and print the same results
+# ("info:" lines, the raw codes of calls POSIX leaves undefined, are
+# shown but not compared; see rwlock_posix.c).
+#   usage: rwlock-posix.sh PRELOAD.so RWLOCK_POSIX
+set -u
+so=$1 prog=$2
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"$prog" >"$d/native" 2>&1 || { cat "$d/native"; echo "FAIL: natively" >&2; exit 1; }
+for stats in 0 1; do
+	LD_PRELOAD=$so PROXYLOCK_STATS=$stats "$prog" >"$d/pre$stats" 2>"$d/err$stats" ||
+		{ cat "$d/pre$stats" "$d/err$stats"; echo "FAIL: under the interposer, stats $stats" >&2; exit 1; }
+	grep -v '^info:' "$d/native" >"$d/a"
+	grep -v '^info:' "$d/pre$stats" >"$d/b"
+	diff -u "$d/a" "$d/b" || { echo "FAIL: results differ, stats $stats" >&2; exit 1; }
+done
+grep -Eq '^proxylock: interposer active: .* [1-9][0-9]* rwlocks and' "$d/err1" ||
+	{ cat "$d/err1"; echo "FAIL: the stats report counts no rwlock" >&2; exit 1; }
+echo "native:"; grep '^info:' "$d/native"
+echo "interposer:"; grep '^info:' "$d/pre0"
+cat "$d/pre1" "$d/err1"
+echo "PASS: same results natively and under the interposer"
