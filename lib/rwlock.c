@@ -48,7 +48,8 @@
  *       its bucket hold: a reader whose decrement saw the bit takes the
  *       bucket (later scans see its slot clear), then withdraws.  A
  *       publication whose CAS failed after the bit appeared is retracted
- *       and withdrawn (rd_not_reader, or at the last unlock: withdraw[]);
+ *       and withdrawn (under the bucket before queueing, else
+ *       rd_not_reader, or at the last unlock: withdraw[]);
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
  */
@@ -161,7 +162,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 	struct plk_thread *t, *next, *wr;
 	uint32_t w = plk_rw_word(rw), n = 0;
-	bool reader;
+	bool reader, stop = false;
 
 	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
 		return false;
@@ -185,8 +186,10 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
 		if (__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED) != plk_rw_key(rw) || t->rw_writer)
 			continue;
-		if (g->n == GRANT_BATCH)
-			return true;
+		if (g->n == GRANT_BATCH) {
+			stop = true;
+			break;
+		}
 		if ((w & PLK_RW_VALUE) + n == PLK_RW_READERS_MAX)
 			break;  /* the rest wait for a reader to leave */
 		plk_waitq_dequeue(t);
@@ -211,7 +214,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		withdraw_publishers(rw);
 	for (int i = g->n - (int)n; i < g->n; i++)
 		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
-	return false;
+	return stop;
 }
 
 /* Wake @g's threads; the bucket is dropped. */
@@ -273,8 +276,8 @@ static void rd_hold_prepare(proxylock_rwlock_t *rw, struct rd_hold *h)
 
 /* A publication whose increment failed: not a reader after all.  The
  * slot stays reserved.  A writer may have named us meanwhile (no
- * synchronisation orders its scan before our store); rd_not_reader()
- * withdraws that, after our next bucket hold. */
+ * synchronisation orders its scan before our store); that is withdrawn
+ * in our next bucket hold if we queue, else by rd_not_reader() after it. */
 static void rd_hold_retract(struct rd_hold *h)
 {
 	if (h->slot >= 0 && !h->recursive) {
@@ -493,6 +496,14 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			continue;
 		}
 		rd_hold_publish(rw, &h, PLK_RD_PENDING);
+		/* A lend a scan gave our retracted publication goes now, under
+		 * the bucket, before we queue: after it, a grant may lend to
+		 * us for real (RW5), and that lend must stay.  Applied at the
+		 * flush below. */
+		if (h.retracted) {
+			plk_donate_withdraw_tid((pid_t)self, rw);
+			h.retracted = false;
+		}
 		me->rw_writer = false;
 		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
 		me->enq_ns = plk_now_ns();
@@ -500,8 +511,6 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
 		plk_lend_flush();
-		if (h.retracted)
-			rd_not_reader(rw);
 		if ((err = rw_park(rw, me, clock, abstime, &h)) == 0)
 			rd_hold_done(&h);
 		return err;
