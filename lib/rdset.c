@@ -9,9 +9,10 @@
  * the thread publishes any slot, and the slot before its count
  * increment (release), so a writer that synchronises with that
  * increment sees both.  Release: a pthread key's destructor at thread
- * exit clears the slots (a thread that exits holding read locks leaves
- * them counted in their words, untracked, as glibc does) and frees the
- * owner word with release.
+ * exit turns the holds still in the slots into untracked holds (a later
+ * key destructor may unlock them; a thread that exits holding read locks
+ * leaves them counted in their words, as glibc does), clears the slots
+ * and frees the owner word with release.
  *
  * A scanner reads owner, the slot, and owner again, all acquire (arm64:
  * ldar keeps each load after the one before): if both owner reads agree
@@ -52,13 +53,27 @@ static void set_release(struct plk_rdset *s)
 	__atomic_store_n(&s->owner, (o & ~0xffffffffull) + (1ull << 32), __ATOMIC_RELEASE);
 }
 
-/* Thread exit: give the set back. */
+/*
+ * Thread exit: give the set back.  Read holds still in it become
+ * untracked holds, so that a later pthread key destructor (or an
+ * atexit-free TLS teardown) of the same thread may still unlock them
+ * (rwlock.c: unlock_other); a lend on us through such a lock stays until
+ * that unlock, which goes through the bucket while PLK_RW_WAITERS is set
+ * (RW2: it stays set while we hold) and withdraws there.
+ */
 static void rd_destructor(void *arg)
 {
 	struct plk_rdset *s = arg;
 
-	if (plk_tls_rdset == s)
+	if (plk_tls_rdset == s) {
 		plk_tls_rdset = NULL;
+		for (int i = 0; i < PLK_RD_SLOTS; i++) {
+			uintptr_t l = __atomic_load_n(&s->lock[i], __ATOMIC_RELAXED);
+
+			if (l && !(l & PLK_RD_PENDING))
+				plk_tls_rd_untracked += s->depth[i];
+		}
+	}
 	set_release(s);
 }
 

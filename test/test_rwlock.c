@@ -719,6 +719,41 @@ START_TEST(uncontended_read_and_write_paths_make_no_syscall)
 }
 END_TEST
 
+/* --- a read lock released from a late pthread key destructor -------- */
+
+static pthread_key_t late_key;
+static int late_unlock_rc = -1;
+
+static void late_key_destructor(void *rw)
+{
+	late_unlock_rc = proxylock_rwlock_unlock(rw);
+}
+
+static void *read_then_exit_via_late_key(void *rw)
+{
+	ck_assert_int_eq(proxylock_rwlock_rdlock(rw), 0);  /* the library's key exists now */
+	ck_assert_int_eq(pthread_key_create(&late_key, late_key_destructor), 0);
+	ck_assert_int_eq(pthread_setspecific(late_key, rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(rw), 0);  /* recursive: depth 2 */
+	ck_assert_int_eq(proxylock_rwlock_unlock(rw), 0);
+	return NULL;
+}
+
+START_TEST(a_read_lock_released_by_a_later_key_destructor_is_released)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, read_then_exit_via_late_key, &rw), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	pthread_key_delete(late_key);
+	ck_assert_int_eq(late_unlock_rc, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+}
+END_TEST
+
 /* --- more queued readers than one grant batch ----------------------- */
 
 struct many_readers {
@@ -801,6 +836,7 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, blocked_readers_all_enter_together_when_the_writer_leaves);
 	tcase_add_test(tc, seventy_readers_queued_behind_a_writer_all_get_the_lock);
 	tcase_add_test(tc, a_hundred_forty_readers_queued_behind_a_writer_all_get_the_lock);
+	tcase_add_test(tc, a_read_lock_released_by_a_later_key_destructor_is_released);
 	tcase_add_test(tc, timed_locks_time_out_and_refuse_bad_deadlines_and_clocks);
 	tcase_add_test(tc, destroy_while_held_is_ebusy_and_a_destroyed_rwlock_is_einval);
 	tcase_add_test(tc, relocking_for_writing_or_reading_while_writing_is_edeadlk_trylock_ebusy);
