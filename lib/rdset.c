@@ -122,29 +122,47 @@ struct plk_rdset *plk_rdset_self(void)
 	return NULL;
 }
 
+pid_t plk_rdset_reader_at(const void *lock, uint32_t i)
+{
+	struct plk_rdset *s;
+	uint64_t o;
+
+	if (i >= PLK_RDSETS)
+		return 0;
+	s = &rdsets[i];
+	o = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	if (owner_tid(o) == 0)
+		return 0;
+	for (int j = 0; j < PLK_RD_SLOTS; j++) {
+		if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
+			continue;
+		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
+			return 0;  /* released meanwhile: not a reader any more */
+		return (pid_t)owner_tid(o);
+	}
+	return 0;
+}
+
 int plk_rdset_readers(const void *lock, pid_t *tids, int max)
 {
-	uint32_t n = __atomic_load_n(&rdsets_hwm, __ATOMIC_ACQUIRE);
+	uint32_t n = plk_rdset_count();
 	int found = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct plk_rdset *s = &rdsets[i];
-		uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		pid_t tid = plk_rdset_reader_at(lock, i);
 
-		if (owner_tid(o) == 0)
+		if (tid == 0)
 			continue;
-		for (int j = 0; j < PLK_RD_SLOTS; j++) {
-			if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
-				continue;
-			if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
-				break;  /* released meanwhile: not a reader any more */
-			if (found < max)
-				tids[found] = (pid_t)owner_tid(o);
-			found++;
-			break;
-		}
+		if (found < max)
+			tids[found] = tid;
+		found++;
 	}
 	return found;
+}
+
+uint32_t plk_rdset_count(void)
+{
+	return __atomic_load_n(&rdsets_hwm, __ATOMIC_ACQUIRE);
 }
 
 void plk_rdset_fork_child(void)

@@ -144,11 +144,17 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
  */
 static void withdraw_publishers(proxylock_rwlock_t *rw)
 {
-	pid_t tids[PLK_RW_LEND_MAX];
-	int n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	/* Every set, not the first PLK_RW_LEND_MAX readers: lends given
+	 * at different times may have reached publishers past any cap.  A
+	 * thread not lent to defers nothing. */
+	uint32_t n = plk_rdset_count();
 
-	for (int i = 0; i < n && i < PLK_RW_LEND_MAX; i++)
-		plk_donate_withdraw_tid(tids[i], rw);
+	for (uint32_t i = 0; i < n; i++) {
+		pid_t tid = plk_rdset_reader_at(rw, i);
+
+		if (tid)
+			plk_donate_withdraw_tid(tid, rw);
+	}
 }
 
 /*
@@ -435,8 +441,9 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 				rd_hold_done(&h);
 				return 0;
 			}
-			/* Published across a count change only (no scan can
-			 * have run): keep it; else retract. */
+			/* Published across a count change only (a scan's lend
+			 * meanwhile was withdrawn by whoever cleared
+			 * PLK_RW_WAITERS again): keep it; else retract. */
 			w = plk_rw_word(rw);
 			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
 				continue;
