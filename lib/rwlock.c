@@ -324,6 +324,21 @@ static int rd_fail(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
 	return err;
 }
 
+/*
+ * rd_fail outside any bucket hold: a retraction's withdrawal must come
+ * after one (every later scan then sees our slot clear), so take and
+ * drop @rw's bucket first if there is one to withdraw.  Every exit of
+ * rdlock_slow after rd_hold_prepare that did not hold the bucket goes
+ * through here, so the fast path's retraction (s->retracted) is never
+ * left for a later call on another rwlock to consume with the wrong key.
+ */
+static int rd_fail_unlocked(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
+{
+	if (h->retracted)
+		plk_waitq_unlock(plk_waitq_lock(rw));
+	return rd_fail(rw, h, err);
+}
+
 /* The read hold was taken (the slot, if any, names the rwlock). */
 static void rd_hold_done(struct rd_hold *h)
 {
@@ -396,11 +411,14 @@ static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
 
 	for (;;) {
 		uint32_t w = plk_rw_word(rw);
+		bool published = false;
 
 		if (write ? w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self) :
 		    !(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX &&
-		    (rd_hold_publish(rw, h, 0), plk_rw_cas(rw, w, w + 1)))
+		    (rd_hold_publish(rw, h, 0), published = true, plk_rw_cas(rw, w, w + 1)))
 			return 0;
+		if (published)
+			rd_hold_retract(h);  /* a scan may have named us meanwhile */
 		if (!write)
 			rd_hold_publish(rw, h, PLK_RD_PENDING);
 		if (abstime && plk_deadline_passed(clock, abstime))
@@ -424,13 +442,18 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	struct rd_hold h;
 	int err;
 
+	rd_hold_prepare(rw, &h);  /* consumes the fast path's retraction */
 	if (rw_unusable(rw, w))
-		return EINVAL;
-	if (write_held_by(w, self))
-		return try ? EBUSY : EDEADLK;
-	rd_hold_prepare(rw, &h);
+		return rd_fail_unlocked(rw, &h, EINVAL);
+	if (write_held_by(w, self)) {
+		/* Retracted under our own write hold: no scan named the slot
+		 * (a scan lends to the writer), and a withdrawal keyed by @rw
+		 * would take the queue's lend to us as the writer. */
+		h.retracted = false;
+		return rd_fail(rw, &h, try ? EBUSY : EDEADLK);
+	}
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
-		return EAGAIN;
+		return rd_fail_unlocked(rw, &h, EAGAIN);
 	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w & PLK_RW_WAITERS)
@@ -453,21 +476,22 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	}
 	if (!try) {
 		plk_stat_inc(contended);
-		if (abstime && !plk_timespec_valid(abstime)) {
-			rd_hold_abandon(&h);
-			return EINVAL;
-		}
+		if (abstime && !plk_timespec_valid(abstime))
+			return rd_fail_unlocked(rw, &h, EINVAL);
 		if (!(me = plk_thread_self())) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
 			else
-				rd_hold_abandon(&h);
+				err = rd_fail_unlocked(rw, &h, err);
 			return err;
 		}
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me);
 	}
+	/* The clock is read before the bucket: no syscall under it (vDSO
+	 * fallback). */
+	uint64_t now_ns = try ? 0 : plk_now_ns();
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -513,7 +537,7 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		}
 		me->rw_writer = false;
 		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
-		me->enq_ns = plk_now_ns();
+		me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
@@ -554,6 +578,9 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me);
 	}
+	/* The clock is read before the bucket: no syscall under it (vDSO
+	 * fallback). */
+	uint64_t now_ns = try ? 0 : plk_now_ns();
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -590,7 +617,7 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		}
 		me->rw_writer = true;
 		me->rw_grant_slot = NULL;
-		me->enq_ns = plk_now_ns();
+		me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
@@ -680,12 +707,12 @@ int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw)
 int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
                                  const struct timespec *abstime)
 {
-	if (!rw || !clock_ok(clock))
+	/* Checked before the fast path publishes anything: an early
+	 * return after it would leave its retraction unconsumed. */
+	if (!rw || !clock_ok(clock) || !abstime)
 		return EINVAL;
 	if (plk_rw_rdlock_fast(rw))
 		return 0;
-	if (!abstime)
-		return EINVAL;
 	return rdlock_slow(rw, false, clock, abstime);
 }
 
