@@ -188,7 +188,10 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 
 /* --- the deferred-apply list ----------------------------------------- */
 
-#define DEFER_MAX 40  /* a writer lends to PLK_RW_LEND_MAX (32) readers in one hold */
+/* One bucket hold of an rwlock defers up to two lend updates of
+ * PLK_RW_LEND_MAX (32) readers each (rw_timedout's, then grant's), plus
+ * the writer and the waiter itself: 66, rounded up. */
+#define DEFER_MAX 72
 
 static __thread struct plk_apply deferred[DEFER_MAX];
 static __thread int ndeferred;
@@ -206,7 +209,9 @@ static void defer(struct plk_thread *t, pid_t tid, void *next, int depth)
 		}
 	if (ndeferred == DEFER_MAX) {
 		/* Never seen: a mutex's bucket hold defers at most two, an
-		 * rwlock's at most PLK_RW_LEND_MAX + 2.  The newest
+		 * rwlock's at most 2 * PLK_RW_LEND_MAX + 2 while at most 32 of
+		 * its readers are lent to (withdraw_publishers visits every
+		 * reader, but defers only for those lent to).  The newest
 		 * generation is still installed by T's next apply. */
 		plk_stat_inc(chain_truncated);
 		return;

@@ -111,6 +111,11 @@ struct plk_rdset *plk_rdset_self(void)
 		if (!__atomic_compare_exchange_n(&s->owner, &o, (o & ~0xffffffffull) + (1ull << 32) + tid,
 		                                 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
+		/* Release fence: our slot stores (relaxed) come after the
+		 * claim, so a scanner whose acquire load reads one of them sees
+		 * the new owner word on its second read (C11 fence-to-acquire
+		 * synchronisation; arm64: dmb ish). */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		hwm_raise(i + 1);
 		if (pthread_setspecific(rd_key, s) != 0) {
 			set_release(s);
