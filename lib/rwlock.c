@@ -590,8 +590,9 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free (RW3: nobody queued, so PLK_RW_WAITERS is not set
-			 * outside a release's bucket hold; kept if it were). */
+			/* Free.  PLK_RW_WAITERS may be set with nobody queued (a
+			 * waiter that left an empty queue leaves it, RW2); the
+			 * new word keeps it only while someone is queued. */
 			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
 			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
