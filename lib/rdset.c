@@ -9,9 +9,10 @@
  * the thread publishes any slot, and the slot before its count
  * increment (release), so a writer that synchronises with that
  * increment sees both.  Release: a pthread key's destructor at thread
- * exit clears the slots (a thread that exits holding read locks leaves
- * them counted in their words, untracked, as glibc does) and frees the
- * owner word with release.
+ * exit turns the holds still in the slots into untracked holds (a later
+ * key destructor may unlock them; a thread that exits holding read locks
+ * leaves them counted in their words, as glibc does), clears the slots
+ * and frees the owner word with release.
  *
  * A scanner reads owner, the slot, and owner again, all acquire (arm64:
  * ldar keeps each load after the one before): if both owner reads agree
@@ -52,13 +53,27 @@ static void set_release(struct plk_rdset *s)
 	__atomic_store_n(&s->owner, (o & ~0xffffffffull) + (1ull << 32), __ATOMIC_RELEASE);
 }
 
-/* Thread exit: give the set back. */
+/*
+ * Thread exit: give the set back.  Read holds still in it become
+ * untracked holds, so that a later pthread key destructor (or an
+ * atexit-free TLS teardown) of the same thread may still unlock them
+ * (rwlock.c: unlock_other); a lend on us through such a lock stays until
+ * that unlock, which goes through the bucket while PLK_RW_WAITERS is set
+ * (RW2: it stays set while we hold) and withdraws there.
+ */
 static void rd_destructor(void *arg)
 {
 	struct plk_rdset *s = arg;
 
-	if (plk_tls_rdset == s)
+	if (plk_tls_rdset == s) {
 		plk_tls_rdset = NULL;
+		for (int i = 0; i < PLK_RD_SLOTS; i++) {
+			uintptr_t l = __atomic_load_n(&s->lock[i], __ATOMIC_RELAXED);
+
+			if (l && !(l & PLK_RD_PENDING))
+				plk_tls_rd_untracked += s->depth[i];
+		}
+	}
 	set_release(s);
 }
 
@@ -101,6 +116,11 @@ struct plk_rdset *plk_rdset_self(void)
 		if (!__atomic_compare_exchange_n(&s->owner, &o, (o & ~0xffffffffull) + (1ull << 32) + tid,
 		                                 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
+		/* Release fence: our slot stores (relaxed) come after the
+		 * claim, so a scanner whose acquire load reads one of them sees
+		 * the new owner word on its second read (C11 fence-to-acquire
+		 * synchronisation; arm64: dmb ish). */
+		__atomic_thread_fence(__ATOMIC_RELEASE);
 		hwm_raise(i + 1);
 		if (pthread_setspecific(rd_key, s) != 0) {
 			set_release(s);
@@ -112,29 +132,47 @@ struct plk_rdset *plk_rdset_self(void)
 	return NULL;
 }
 
+pid_t plk_rdset_reader_at(const void *lock, uint32_t i)
+{
+	struct plk_rdset *s;
+	uint64_t o;
+
+	if (i >= PLK_RDSETS)
+		return 0;
+	s = &rdsets[i];
+	o = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+	if (owner_tid(o) == 0)
+		return 0;
+	for (int j = 0; j < PLK_RD_SLOTS; j++) {
+		if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
+			continue;
+		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
+			return 0;  /* released meanwhile: not a reader any more */
+		return (pid_t)owner_tid(o);
+	}
+	return 0;
+}
+
 int plk_rdset_readers(const void *lock, pid_t *tids, int max)
 {
-	uint32_t n = __atomic_load_n(&rdsets_hwm, __ATOMIC_ACQUIRE);
+	uint32_t n = plk_rdset_count();
 	int found = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct plk_rdset *s = &rdsets[i];
-		uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_ACQUIRE);
+		pid_t tid = plk_rdset_reader_at(lock, i);
 
-		if (owner_tid(o) == 0)
+		if (tid == 0)
 			continue;
-		for (int j = 0; j < PLK_RD_SLOTS; j++) {
-			if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
-				continue;
-			if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
-				break;  /* released meanwhile: not a reader any more */
-			if (found < max)
-				tids[found] = (pid_t)owner_tid(o);
-			found++;
-			break;
-		}
+		if (found < max)
+			tids[found] = tid;
+		found++;
 	}
 	return found;
+}
+
+uint32_t plk_rdset_count(void)
+{
+	return __atomic_load_n(&rdsets_hwm, __ATOMIC_ACQUIRE);
 }
 
 void plk_rdset_fork_child(void)

@@ -105,6 +105,16 @@ static inline void plk_rdset_put(struct plk_rdset *s, int i)
  */
 PLK_HIDDEN int plk_rdset_readers(const void *lock, pid_t *tids, int max);
 
+/** plk_rdset_count - how many read sets a scan visits (the high-water
+ * mark: sets [0, count) have been claimed at least once). */
+PLK_HIDDEN uint32_t plk_rdset_count(void);
+
+/**
+ * plk_rdset_reader_at - as plk_rdset_readers for read set @i alone: the
+ * TID of its owner if a slot of it names @lock exactly, else 0.
+ */
+PLK_HIDDEN pid_t plk_rdset_reader_at(const void *lock, uint32_t i);
+
 /** plk_rdset_fork_child - in a fork child: free every set but the
  * forking thread's (the only thread left). */
 PLK_HIDDEN void plk_rdset_fork_child(void);

@@ -50,7 +50,8 @@
  *       its bucket hold: a reader whose decrement saw the bit takes the
  *       bucket (later scans see its slot clear), then withdraws.  A
  *       publication whose CAS failed after the bit appeared is retracted
- *       and withdrawn (rd_not_reader, or at the last unlock: withdraw[]);
+ *       and withdrawn (under the bucket before queueing, else
+ *       rd_not_reader, or at the last unlock: withdraw[]);
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
  */
@@ -147,11 +148,17 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
  */
 static void withdraw_publishers(proxylock_rwlock_t *rw)
 {
-	pid_t tids[PLK_RW_LEND_MAX];
-	int n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	/* Every set, not the first PLK_RW_LEND_MAX readers: lends given
+	 * at different times may have reached publishers past any cap.  A
+	 * thread not lent to defers nothing. */
+	uint32_t n = plk_rdset_count();
 
-	for (int i = 0; i < n && i < PLK_RW_LEND_MAX; i++)
-		plk_donate_withdraw_tid(tids[i], rw);
+	for (uint32_t i = 0; i < n; i++) {
+		pid_t tid = plk_rdset_reader_at(rw, i);
+
+		if (tid)
+			plk_donate_withdraw_tid(tid, rw);
+	}
 }
 
 /*
@@ -165,7 +172,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 	struct plk_thread *t, *next, *wr;
 	uint32_t w = plk_rw_word(rw), n = 0;
-	bool reader;
+	bool reader, stop = false;
 
 	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
 		return false;
@@ -189,8 +196,10 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
 		if (__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED) != plk_rw_key(rw) || t->rw_writer)
 			continue;
-		if (g->n == GRANT_BATCH)
-			return true;
+		if (g->n == GRANT_BATCH) {
+			stop = true;
+			break;
+		}
 		if ((w & PLK_RW_VALUE) + n == PLK_RW_READERS_MAX)
 			break;  /* the rest wait for a reader to leave */
 		plk_waitq_dequeue(t);
@@ -215,7 +224,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		withdraw_publishers(rw);
 	for (int i = g->n - (int)n; i < g->n; i++)
 		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
-	return false;
+	return stop;
 }
 
 /* Wake @g's threads; the bucket is dropped. */
@@ -277,8 +286,8 @@ static void rd_hold_prepare(proxylock_rwlock_t *rw, struct rd_hold *h)
 
 /* A publication whose increment failed: not a reader after all.  The
  * slot stays reserved.  A writer may have named us meanwhile (no
- * synchronisation orders its scan before our store); rd_not_reader()
- * withdraws that, after our next bucket hold. */
+ * synchronisation orders its scan before our store); that is withdrawn
+ * in our next bucket hold if we queue, else by rd_not_reader() after it. */
 static void rd_hold_retract(struct rd_hold *h)
 {
 	if (h->slot >= 0 && !h->recursive) {
@@ -317,6 +326,21 @@ static int rd_fail(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
 	if (h->retracted)
 		rd_not_reader(rw);
 	return err;
+}
+
+/*
+ * rd_fail outside any bucket hold: a retraction's withdrawal must come
+ * after one (every later scan then sees our slot clear), so take and
+ * drop @rw's bucket first if there is one to withdraw.  Every exit of
+ * rdlock_slow after rd_hold_prepare that did not hold the bucket goes
+ * through here, so the fast path's retraction (s->retracted) is never
+ * left for a later call on another rwlock to consume with the wrong key.
+ */
+static int rd_fail_unlocked(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
+{
+	if (h->retracted)
+		plk_waitq_unlock(plk_waitq_lock(rw));
+	return rd_fail(rw, h, err);
 }
 
 /* The read hold was taken (the slot, if any, names the rwlock). */
@@ -391,11 +415,14 @@ static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
 
 	for (;;) {
 		uint32_t w = plk_rw_word(rw);
+		bool published = false;
 
 		if (write ? w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self) :
 		    !(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX &&
-		    (rd_hold_publish(rw, h, 0), plk_rw_cas(rw, w, w + 1)))
+		    (rd_hold_publish(rw, h, 0), published = true, plk_rw_cas(rw, w, w + 1)))
 			return 0;
+		if (published)
+			rd_hold_retract(h);  /* a scan may have named us meanwhile */
 		if (!write)
 			rd_hold_publish(rw, h, PLK_RD_PENDING);
 		if (abstime && plk_deadline_passed(clock, abstime))
@@ -419,13 +446,18 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	struct rd_hold h;
 	int err;
 
+	rd_hold_prepare(rw, &h);  /* consumes the fast path's retraction */
 	if (rw_unusable(rw, w))
-		return EINVAL;
-	if (write_held_by(w, self))
-		return try ? EBUSY : EDEADLK;
-	rd_hold_prepare(rw, &h);
+		return rd_fail_unlocked(rw, &h, EINVAL);
+	if (write_held_by(w, self)) {
+		/* Retracted under our own write hold: no scan named the slot
+		 * (a scan lends to the writer), and a withdrawal keyed by @rw
+		 * would take the queue's lend to us as the writer. */
+		h.retracted = false;
+		return rd_fail(rw, &h, try ? EBUSY : EDEADLK);
+	}
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
-		return EAGAIN;
+		return rd_fail_unlocked(rw, &h, EAGAIN);
 	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w & PLK_RW_WAITERS)
@@ -436,8 +468,9 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 				rd_hold_done(&h);
 				return 0;
 			}
-			/* Published across a count change only (no scan can
-			 * have run): keep it; else retract. */
+			/* Published across a count change only (a scan's lend
+			 * meanwhile was withdrawn by whoever cleared
+			 * PLK_RW_WAITERS again): keep it; else retract. */
 			w = plk_rw_word(rw);
 			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
 				continue;
@@ -447,21 +480,22 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	}
 	if (!try) {
 		plk_stat_inc(contended);
-		if (abstime && !plk_timespec_valid(abstime)) {
-			rd_hold_abandon(&h);
-			return EINVAL;
-		}
+		if (abstime && !plk_timespec_valid(abstime))
+			return rd_fail_unlocked(rw, &h, EINVAL);
 		if (!(me = plk_thread_self())) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
 			else
-				rd_hold_abandon(&h);
+				err = rd_fail_unlocked(rw, &h, err);
 			return err;
 		}
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me);
 	}
+	/* The clock is read before the bucket: no syscall under it (vDSO
+	 * fallback). */
+	uint64_t now_ns = try ? 0 : plk_now_ns();
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -497,15 +531,21 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			continue;
 		}
 		rd_hold_publish(rw, &h, PLK_RD_PENDING);
+		/* A lend a scan gave our retracted publication goes now, under
+		 * the bucket, before we queue: after it, a grant may lend to
+		 * us for real (RW5), and that lend must stay.  Applied at the
+		 * flush below. */
+		if (h.retracted) {
+			plk_donate_withdraw_tid((pid_t)self, rw);
+			h.retracted = false;
+		}
 		me->rw_writer = false;
 		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
-		me->enq_ns = plk_now_ns();
+		me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
 		plk_lend_flush();
-		if (h.retracted)
-			rd_not_reader(rw);
 		if ((err = rw_park(rw, me, clock, abstime, &h)) == 0)
 			rd_hold_done(&h);
 		return err;
@@ -542,6 +582,9 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me);
 	}
+	/* The clock is read before the bucket: no syscall under it (vDSO
+	 * fallback). */
+	uint64_t now_ns = try ? 0 : plk_now_ns();
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -551,8 +594,9 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free (RW3: nobody queued, so PLK_RW_WAITERS is not set
-			 * outside a release's bucket hold; kept if it were). */
+			/* Free.  PLK_RW_WAITERS may be set with nobody queued (a
+			 * waiter that left an empty queue leaves it, RW2); the
+			 * new word keeps it only while someone is queued. */
 			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
 			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
@@ -578,7 +622,7 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		}
 		me->rw_writer = true;
 		me->rw_grant_slot = NULL;
-		me->enq_ns = plk_now_ns();
+		me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
@@ -747,7 +791,9 @@ int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw)
 int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
                                  const struct timespec *abstime)
 {
-	if (!rw || !clock_ok(clock))
+	/* Checked before the fast path publishes anything: an early
+	 * return after it would leave its retraction unconsumed. */
+	if (!rw || !clock_ok(clock) || !abstime)
 		return EINVAL;
 	if (tools_watching())
 		return take_noted(rw, false, false, true, clock, abstime);

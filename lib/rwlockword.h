@@ -105,8 +105,10 @@ static inline bool plk_rw_rdlock_fast_new(proxylock_rwlock_t *rw, struct plk_rds
 			s->depth[i] = 1;
 			return true;
 		}
-		/* Another reader moved the count: try again, still published
-		 * (no scan can have run while PLK_RW_WAITERS stayed clear). */
+		/* Another reader moved the count: try again, still published.
+		 * PLK_RW_WAITERS may have been set and cleared meanwhile, and
+		 * a scan lent to us; whoever cleared it withdrew that, from
+		 * every thread a slot names (rwlock.c, withdraw_publishers). */
 	} while (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX);
 	/* Not a reader.  A writer's scan may have seen the slot meanwhile:
 	 * the slow path withdraws that (rwlock.c, rd_not_reader). */

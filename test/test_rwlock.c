@@ -719,6 +719,112 @@ START_TEST(uncontended_read_and_write_paths_make_no_syscall)
 }
 END_TEST
 
+/* --- a read lock released from a late pthread key destructor -------- */
+
+static pthread_key_t late_key;
+static int late_unlock_rc = -1;
+
+static void late_key_destructor(void *rw)
+{
+	late_unlock_rc = proxylock_rwlock_unlock(rw);
+}
+
+static void *read_then_exit_via_late_key(void *rw)
+{
+	ck_assert_int_eq(proxylock_rwlock_rdlock(rw), 0);  /* the library's key exists now */
+	ck_assert_int_eq(pthread_key_create(&late_key, late_key_destructor), 0);
+	ck_assert_int_eq(pthread_setspecific(late_key, rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(rw), 0);  /* recursive: depth 2 */
+	ck_assert_int_eq(proxylock_rwlock_unlock(rw), 0);
+	return NULL;
+}
+
+START_TEST(a_read_lock_released_by_a_later_key_destructor_is_released)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, read_then_exit_via_late_key, &rw), 0);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	pthread_key_delete(late_key);
+	ck_assert_int_eq(late_unlock_rc, 0);
+	ck_assert_uint_eq(rw.__word, 0);
+	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+}
+END_TEST
+
+/* --- more queued readers than one grant batch ----------------------- */
+
+struct many_readers {
+	proxylock_rwlock_t rw;
+	int n, entered, ok, max_count;
+};
+
+static void *many_reader_main(void *p)
+{
+	struct many_readers *m = p;
+	struct timespec dl;
+	uint64_t end;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += 5;
+	rc = proxylock_rwlock_clockrdlock(&m->rw, CLOCK_MONOTONIC, &dl);
+	if (rc != 0)
+		return NULL;
+	__atomic_add_fetch(&m->ok, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&m->entered, 1, __ATOMIC_ACQ_REL);
+	/* Hold until every reader is in (or 5 s): the count must reach n. */
+	end = mono_ns() + 5000000000ull;
+	while (__atomic_load_n(&m->entered, __ATOMIC_ACQUIRE) < m->n && mono_ns() < end)
+		sched_yield();
+	int count = (int)(__atomic_load_n(&m->rw.__word, __ATOMIC_RELAXED) & 0x3fffffff);
+	int seen = __atomic_load_n(&m->max_count, __ATOMIC_RELAXED);
+	while (count > seen && !__atomic_compare_exchange_n(&m->max_count, &seen, count, false,
+	                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+	proxylock_rwlock_unlock(&m->rw);
+	return NULL;
+}
+
+/*
+ * @n readers queue behind a writer (more than one grant batch of 64);
+ * the writer unlocks: every one gets the lock, before its deadline, all
+ * holding at once (the word counts them all).
+ */
+static void readers_past_a_grant_batch_all_enter(int n)
+{
+	struct many_readers m = { .rw = PROXYLOCK_RWLOCK_INITIALIZER, .n = n };
+	pthread_t th[140];
+	uint64_t before;
+
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&m.rw), 0);
+	before = sleeps_so_far();
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, many_reader_main, &m), 0);
+	ck_assert_msg(eventually(sleeps_so_far() - before >= (uint64_t)n, 4000),
+	              "the %d readers did not all queue", n);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&m.rw), 0);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(m.ok, n);
+	ck_assert_int_eq(m.max_count, n);
+	ck_assert_uint_eq(m.rw.__word, 0);
+}
+
+START_TEST(seventy_readers_queued_behind_a_writer_all_get_the_lock)
+{
+	readers_past_a_grant_batch_all_enter(70);
+}
+END_TEST
+
+START_TEST(a_hundred_forty_readers_queued_behind_a_writer_all_get_the_lock)
+{
+	readers_past_a_grant_batch_all_enter(140);
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -728,6 +834,9 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, readers_share_and_a_writer_excludes_everyone);
 	tcase_add_test(tc, a_blocked_writer_gets_the_lock_when_the_last_reader_leaves);
 	tcase_add_test(tc, blocked_readers_all_enter_together_when_the_writer_leaves);
+	tcase_add_test(tc, seventy_readers_queued_behind_a_writer_all_get_the_lock);
+	tcase_add_test(tc, a_hundred_forty_readers_queued_behind_a_writer_all_get_the_lock);
+	tcase_add_test(tc, a_read_lock_released_by_a_later_key_destructor_is_released);
 	tcase_add_test(tc, timed_locks_time_out_and_refuse_bad_deadlines_and_clocks);
 	tcase_add_test(tc, destroy_while_held_is_ebusy_and_a_destroyed_rwlock_is_einval);
 	tcase_add_test(tc, relocking_for_writing_or_reading_while_writing_is_edeadlk_trylock_ebusy);

@@ -14,6 +14,8 @@
  * are ghosts: t is between its lock's return and its unlock.
  *
  *   -DPREFER_W          PREFER_WRITER_NONRECURSIVE (else PREFER_READER)
+ *   -DRW_BATCH=n        grant at most n readers per bucket hold (the
+ *                       code's GRANT_BATCH), coming back for the rest
  * Broken variants, each must fail:
  *   -DBROKEN_RW_PUBLISH a reader publishes its slot after its count
  *                       increment: a writer misses it (violated: RW5)
@@ -29,6 +31,12 @@
  *                       from before hold: one inside its unlock, lent to
  *                       and with its slot cleared, leaves by the fast
  *                       path (violated: RW6)
+ *   -DBROKEN_RW_BATCH   with -DRW_BATCH=1: a grant that fills its batch
+ *                       returns before counting and handing it (the old
+ *                       code): the batch sleeps on (violated: RW3/hang)
+ *   -DBROKEN_RW_WITHDRAW a queued reader withdraws its retracted
+ *                       publication's lend after the bucket, by then
+ *                       maybe a grant's real lend (violated: RW5)
  *   -DBROKEN_RW_ABA     the release that clears PLK_RW_WAITERS leaves the
  *                       lends of threads still publishing (their CAS may
  *                       succeed on the word come back): violated: RW6
@@ -77,7 +85,7 @@ inline bucket_unlock() {
 	d_step {
 		assert(bl == me);
 		CHECK(!(ql > 0 && !wt), "violated: RW1\n");
-		CHECK(!GRANTABLE, "violated: RW3: a queued waiter could be granted\n");
+		CHECK(again || !GRANTABLE, "violated: RW3: a queued waiter could be granted\n");
 		CHECK(HOLDERS_LENT, "violated: RW5: a holder is not lent to\n");
 		bl = 0
 	}
@@ -141,13 +149,27 @@ inline grant() {
 #else
 		:: wr == 0 && wt && QR ->
 #endif
-			c0 = cnt;
+			c0 = cnt; g = 0; tk = 0;
 			do
 			:: k < ql && !isw[q[k]] ->
-				t = q[k]; deq(t); slot[t] = 1; cnt++; park[t] = HANDED
+#ifdef RW_BATCH
+				if :: g == RW_BATCH -> again = 1; break :: else -> skip fi;
+#endif
+				t = q[k]; deq(t); slot[t] = 1; g++; tk = tk | (1 << t)
 			:: k < ql && isw[q[k]] -> k++
 			:: k >= ql -> break
 			od;
+#ifndef BROKEN_RW_BATCH
+			stop = 0;	/* the batch is counted and handed, then the granter comes back */
+#else
+			stop = again;	/* returning before the word and HANDED: the batch sleeps on */
+#endif
+			if :: stop -> skip :: else ->
+			/* count and HANDED after the loop, as the code does */
+			cnt = cnt + g;
+			if :: tk & 2 -> park[1] = HANDED :: else -> skip fi;
+			if :: tk & 4 -> park[2] = HANDED :: else -> skip fi;
+			if :: tk & 8 -> park[3] = HANDED :: else -> skip fi;
 #ifndef BROKEN_RW_KEEP
 			wt = (ql > 0 || c0 > 0);	/* readers from before may be mid-unlock */
 #else
@@ -155,9 +177,19 @@ inline grant() {
 #endif
 			lend_update();
 			if :: !wt -> unlend_publishers() :: else -> skip fi
+			fi
 		:: else -> skip
 		fi
 	}
+}
+/* grant_and_unlock: come back while a batch filled up. */
+inline grant_loop() {
+	again = 0;
+	grant();
+	do
+	:: again -> bucket_unlock(); bucket_lock(); again = 0; grant()
+	:: else -> break
+	od
 }
 
 inline withdraw() { lent[me] = 0 }
@@ -198,7 +230,12 @@ inline rdlock() {
 		d_step {
 			if
 			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); joined = 1
-			:: else -> wt = 1; slot[me] = 2; enq(me, 0); lend_update()
+			:: else -> wt = 1; slot[me] = 2;
+#if !defined(BROKEN_RW_RETRACT) && !defined(BROKEN_RW_WITHDRAW)
+				/* a retracted publication's lend goes before we queue */
+				if :: retracted -> withdraw(); retracted = 0 :: else -> skip fi;
+#endif
+				enq(me, 0); lend_update()
 			fi
 		};
 		if
@@ -209,7 +246,7 @@ inline rdlock() {
 #endif
 		:: else ->
 			bucket_unlock();
-#ifndef BROKEN_RW_RETRACT
+#if !defined(BROKEN_RW_RETRACT) && defined(BROKEN_RW_WITHDRAW)
 			if :: retracted -> withdraw() :: else -> skip fi;
 #endif
 			park[me] == HANDED
@@ -236,7 +273,7 @@ inline rdunlock() {
 	:: slow ->
 		bucket_lock();
 		d_step { cnt--; if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
-		grant();
+		grant_loop();
 		bucket_unlock();
 		withdraw()
 	:: else -> skip
@@ -272,7 +309,7 @@ inline wrlock() {
 				:: else ->
 					deq(me); lend_update();
 #ifndef BROKEN_RW_GRANT
-					grant();
+					grant_loop();
 #endif
 					bucket_unlock()
 				fi
@@ -289,7 +326,7 @@ inline wrunlock() {
 	:: got ->
 		bucket_lock();
 		d_step { wr = 0; if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
-		grant();
+		grant_loop();
 		bucket_unlock();
 		withdraw()
 	:: else -> skip
@@ -301,8 +338,8 @@ bool timeout_ok = 1;
 
 proctype writer(byte me)
 {
-	bool got;
-	byte fw, k, t, c0;
+	bool got, again, stop;
+	byte fw, k, t, c0, g, tk;
 
 	wrlock();
 	if :: got -> wrunlock() :: else -> skip fi;
@@ -311,8 +348,8 @@ proctype writer(byte me)
 
 proctype reader(byte me)
 {
-	bool retracted, wflag, joined, slow;
-	byte fw, k, t, c0, r = 0;
+	bool retracted, wflag, joined, slow, again, stop;
+	byte fw, k, t, c0, g, tk, r = 0;
 
 	do
 	:: r < RW_ROUNDS ->
