@@ -461,13 +461,16 @@ void plk_donate_fork_parent(void)
  * own record is adopted (the common case: a thread asking about or
  * setting its own context); another thread's, if made here, is recycled
  * when the token is dropped unless something is lent to it by then.
+ * @probe: run the probes first (a setter recomputes E(T), which reads
+ * them under T's lock).
  */
-static struct plk_thread *token_for(pid_t tid)
+static struct plk_thread *token_for(pid_t tid, bool probe)
 {
 	struct plk_thread *t;
 
 	(void)plk_config();  /* read once, before any internal lock */
-	plk_sched_probe();
+	if (probe)
+		plk_sched_probe();
 	if ((uint32_t)tid == plk_tid() && (t = plk_thread_self()))
 		plk_ilock_lock(&t->lock);
 	else
@@ -482,12 +485,16 @@ static struct plk_thread *token_for(pid_t tid)
  * the check and the real getter's read: without it, a lender could
  * install its lend (deferred past its bucket) just after a check that
  * found nothing lent, and the getter would read the lend back as the
- * application's own value.
+ * application's own value.  No probe: a getter may run before the
+ * libraries the probe uses are initialised (jemalloc counts CPUs with
+ * sched_getaffinity from inside libnuma's constructor), and it needs
+ * none: it recomputes nothing, and what lenders left it to apply they
+ * computed after their own probe.
  */
 bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void *), void *arg)
 {
 	uint64_t ns = plk_now_ns();  /* before any internal lock */
-	struct plk_thread *t = token_for(tid);
+	struct plk_thread *t = token_for(tid, false);
 	bool lent;
 
 	if (!t) {
@@ -507,7 +514,10 @@ bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void
 		ns = plk_now_ns();
 		plk_ilock_lock(&t->lock);
 	}
-	apply_locked(t, tid, ns);  /* what lenders left us; drops the token */
+	if (apply_due(t))
+		apply_locked(t, tid, ns);  /* what lenders left us; drops the token */
+	else
+		plk_thread_token_drop_unlock(t);
 	return lent;
 }
 
@@ -560,7 +570,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	uint64_t ns;
 	bool ok, read;
 
-	if (!(t = token_for(tid)))
+	if (!(t = token_for(tid, true)))
 		return set(arg);
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
