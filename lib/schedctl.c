@@ -233,10 +233,30 @@ static void caps_once_run(void)
 	__atomic_store_n(&caps_ready, true, __ATOMIC_RELEASE);
 }
 
+/* libnuma sizes its masks in its own constructor; before that (a static
+ * program, whose constructors run in link order, or a lock taken from an
+ * earlier constructor) every mask it allocates has 0 bits, and it exits
+ * the process ("request to allocate mask for invalid number"). */
+static bool numa_initialised(void)
+{
+	return numa_num_possible_cpus() > 0;
+}
+
 static void places_once_run(void)
 {
-	read_cpuset();
-	read_numa();
+	if (numa_initialised()) {
+		read_cpuset();
+		read_numa();
+	} else {
+		/* Too early for libnuma: every configured CPU, no nodes. */
+		long n = sysconf(_SC_NPROCESSORS_CONF);
+
+		CPU_ZERO(&cpuset_allowed);
+		for (long cpu = 0; cpu < n && cpu < CPU_SETSIZE; cpu++)
+			CPU_SET(cpu, &cpuset_allowed);
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			numa_map.node_of[cpu] = -1;
+	}
 	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
 }
 
@@ -262,7 +282,8 @@ static void places_wait(void)
  */
 static __attribute__((constructor)) void probe_at_load(void)
 {
-	places_wait();
+	if (numa_initialised())
+		places_wait();  /* else on first use, once libnuma's has run */
 }
 
 void plk_sched_probe_places(void)
