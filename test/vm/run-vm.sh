@@ -43,6 +43,13 @@ tr -d '\r' < "$work/serial.log" > "$work/serial.txt"
 grep -E 'PROXYLOCK-VM|:[PFE]:|Checks:' "$work/serial.txt" || true
 grep -q 'PROXYLOCK-VM: BOOTED' "$work/serial.log" || {
 	tail -20 "$work/serial.log" >&2
+	# The kernel ran our init and it died first: ours to fix, not a
+	# guest that cannot boot here (a static init that exited in a
+	# library constructor once hid behind this skip).
+	if grep -q 'Attempted to kill init' "$work/serial.log"; then
+		echo "vm: the guest booted, but its init (the static test) died before it started" >&2
+		exit 1
+	fi
 	skip "the guest did not boot"
 }
 if [ -n "$tool" ]; then
