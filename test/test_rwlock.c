@@ -769,14 +769,14 @@ static void *many_reader_main(void *p)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += 5;
+	dl.tv_sec += (time_t)(time_bound_ns(5000000000ull) / 1000000000ull);  /* memcheck: 20x */
 	rc = proxylock_rwlock_clockrdlock(&m->rw, CLOCK_MONOTONIC, &dl);
 	if (rc != 0)
 		return NULL;
 	__atomic_add_fetch(&m->ok, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->entered, 1, __ATOMIC_ACQ_REL);
 	/* Hold until every reader is in (or 5 s): the count must reach n. */
-	end = mono_ns() + 5000000000ull;
+	end = mono_ns() + time_bound_ns(5000000000ull);
 	while (__atomic_load_n(&m->entered, __ATOMIC_ACQUIRE) < m->n && mono_ns() < end)
 		sched_yield();
 	int count = (int)(__atomic_load_n(&m->rw.__word, __ATOMIC_RELAXED) & 0x3fffffff);
