@@ -770,22 +770,27 @@ static __attribute__((noinline)) int release_noted(proxylock_rwlock_t *rw)
 
 #define tools_watching() (PLK_TSAN || plk_vg_active())
 
+/* Every public take: told to the tools when they watch, else plain. */
+static inline int enter(proxylock_rwlock_t *rw, bool write, bool try, bool deadline,
+                        clockid_t clock, const struct timespec *abstime)
+{
+	if (tools_watching())
+		return take_noted(rw, write, try, deadline, clock, abstime);
+	return take(rw, write, try, deadline, clock, abstime);
+}
+
 int proxylock_rwlock_rdlock(proxylock_rwlock_t *rw)
 {
 	if (__builtin_expect(!rw, 0))
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, false, false, false, CLOCK_REALTIME, NULL);
-	return take(rw, false, false, false, CLOCK_REALTIME, NULL);
+	return enter(rw, false, false, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_tryrdlock(proxylock_rwlock_t *rw)
 {
 	if (!rw)
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, false, true, false, CLOCK_REALTIME, NULL);
-	return take(rw, false, true, false, CLOCK_REALTIME, NULL);
+	return enter(rw, false, true, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
@@ -795,9 +800,7 @@ int proxylock_rwlock_clockrdlock(proxylock_rwlock_t *rw, clockid_t clock,
 	 * return after it would leave its retraction unconsumed. */
 	if (!rw || !clock_ok(clock) || !abstime)
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, false, false, true, clock, abstime);
-	return take(rw, false, false, true, clock, abstime);
+	return enter(rw, false, false, true, clock, abstime);
 }
 
 int proxylock_rwlock_timedrdlock(proxylock_rwlock_t *rw, const struct timespec *abstime)
@@ -809,18 +812,14 @@ int proxylock_rwlock_wrlock(proxylock_rwlock_t *rw)
 {
 	if (__builtin_expect(!rw, 0))
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, true, false, false, CLOCK_REALTIME, NULL);
-	return take(rw, true, false, false, CLOCK_REALTIME, NULL);
+	return enter(rw, true, false, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_trywrlock(proxylock_rwlock_t *rw)
 {
 	if (!rw)
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, true, true, false, CLOCK_REALTIME, NULL);
-	return take(rw, true, true, false, CLOCK_REALTIME, NULL);
+	return enter(rw, true, true, false, CLOCK_REALTIME, NULL);
 }
 
 int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
@@ -828,9 +827,7 @@ int proxylock_rwlock_clockwrlock(proxylock_rwlock_t *rw, clockid_t clock,
 {
 	if (!rw || !clock_ok(clock))
 		return EINVAL;
-	if (tools_watching())
-		return take_noted(rw, true, false, true, clock, abstime);
-	return take(rw, true, false, true, clock, abstime);
+	return enter(rw, true, false, true, clock, abstime);
 }
 
 int proxylock_rwlock_timedwrlock(proxylock_rwlock_t *rw, const struct timespec *abstime)

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -185,5 +186,28 @@ static inline uint64_t time_bound_ns(uint64_t ns)
 		srunner_free(sr);                                        \
 		return failed ? EXIT_FAILURE : EXIT_SUCCESS;             \
 	}
+
+/* The first failure of a many-threaded test, kept for the main thread to
+ * report: state 0 none, 1 being written, 2 written (release: a reader
+ * that acquires 2 sees the whole message).  Later failures are dropped. */
+struct first_fail {
+	int state;
+	char msg[512];
+};
+
+static inline __attribute__((format(printf, 3, 4)))
+void first_fail_note(struct first_fail *f, const char *who, const char *fmt, ...)
+{
+	int zero = 0;
+	va_list ap;
+
+	if (!__atomic_compare_exchange_n(&f->state, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s\n", who, f->msg);
+	__atomic_store_n(&f->state, 2, __ATOMIC_RELEASE);
+}
 
 #endif /* PLK_TEST_HELPERS_H */

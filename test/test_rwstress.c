@@ -19,7 +19,6 @@
  * sample over that window and it is asleep.  PLK_STRESS_OPS: operations
  * (default 2 x 10^6; the run also stops after 60 s).
  */
-#include <stdarg.h>
 
 #include "helpers.h"
 
@@ -40,23 +39,11 @@ struct slot {
 static struct slot slots[NSLOTS];
 static uint64_t free_since_us[NRW], nowriter_since_us[NRW];
 
-static int stop, failed;
+static int stop;
 static unsigned long ops_done;
-static char fail_msg[512];
+static struct first_fail fail;
 
-static __attribute__((format(printf, 1, 2))) void rw_fail(const char *fmt, ...)
-{
-	int zero = 0;
-	va_list ap;
-
-	if (!__atomic_compare_exchange_n(&failed, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "rwstress: %s\n", fail_msg);
-	__atomic_store_n(&failed, 2, __ATOMIC_RELEASE);
-}
+#define rw_fail(...) first_fail_note(&fail, "rwstress", __VA_ARGS__)
 
 static unsigned rnd(unsigned *seed)
 {
@@ -173,12 +160,12 @@ static void *worker(void *arg)
 	s->tid = gettid_();
 	set_nice_self((s - slots) % 2 ? 5 : 0);
 	base = kview_of(0);
-	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !failed) {
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&fail.state, __ATOMIC_RELAXED)) {
 		/* Busy for a while on one lock, then idle: a lost wake-up only
 		 * shows once traffic on its lock stops. */
 		int i = (int)(rnd(&seed) % NRW), n = (int)(rnd(&seed) % 2000);
 
-		for (int k = 0; k < n && !failed; k++)
+		for (int k = 0; k < n && !__atomic_load_n(&fail.state, __ATOMIC_RELAXED); k++)
 			one_op(s, i, &seed);
 		__atomic_fetch_add(&ops_done, (unsigned long)n, __ATOMIC_RELAXED);
 		now = kview_of(0);
@@ -228,7 +215,7 @@ static void *watchdog(void *arg)
 	uint64_t threshold_us = (uint64_t)(100000 * slack());
 
 	(void)arg;
-	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !failed) {
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&fail.state, __ATOMIC_RELAXED)) {
 		uint64_t now = mono_ns() / 1000;
 
 		for (int i = 0; i < NRW; i++) {
@@ -285,7 +272,8 @@ START_TEST(mixed_readers_writers_timeouts_and_cancellation_lose_no_wake_up)
 		ck_assert_int_eq(pthread_create(&w[k], NULL, worker, &slots[k]), 0);
 	for (int k = 0; k < NVICTIMS; k++)
 		ck_assert_int_eq(pthread_create(&v[k], NULL, victim, &slots[NWORKERS + k]), 0);
-	while (!failed && __atomic_load_n(&ops_done, __ATOMIC_RELAXED) < want &&
+	while (!__atomic_load_n(&fail.state, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&ops_done, __ATOMIC_RELAXED) < want &&
 	       mono_ns() - t0 < 60ull * 1000000000ull) {
 		usleep(5000);
 		int k = (int)(cancels++ % NVICTIMS);
@@ -303,9 +291,9 @@ START_TEST(mixed_readers_writers_timeouts_and_cancellation_lose_no_wake_up)
 	for (int k = 0; k < NWORKERS; k++)
 		pthread_join(w[k], NULL);
 	pthread_join(wd, NULL);
-	while (__atomic_load_n(&failed, __ATOMIC_ACQUIRE) == 1)
+	while (__atomic_load_n(&fail.state, __ATOMIC_ACQUIRE) == 1)
 		usleep(100);
-	ck_assert_msg(!failed, "%s", fail_msg);
+	ck_assert_msg(!fail.state, "%s", fail.msg);
 	ck_assert_msg(ops_done >= want / 10, "only %lu operations", ops_done);
 	for (int i = 0; i < NRW; i++) {
 		ck_assert_uint_eq(rws[i].__word, 0);  /* all released, no bit left */

@@ -25,7 +25,6 @@
  * PLK_STRESS_OPS: operations in total (default 10^7, ~40 s on 2 cores; the
  * run also stops after 150 s, and must have done at least 10^6).
  */
-#include <stdarg.h>
 #include <sys/prctl.h>
 
 #include "helpers.h"
@@ -64,22 +63,9 @@ struct slot {
 };
 static struct slot slots[NSLOTS];
 
-static int failed;
-static char fail_msg[512];
+static struct first_fail fail;
 
-static __attribute__((format(printf, 1, 2))) void stress_fail(const char *fmt, ...)
-{
-	int zero = 0;
-	va_list ap;
-
-	if (!__atomic_compare_exchange_n(&failed, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(fail_msg, sizeof(fail_msg), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "stress: %s\n", fail_msg);
-	__atomic_store_n(&failed, 2, __ATOMIC_RELEASE);  /* message complete */
-}
+#define stress_fail(...) first_fail_note(&fail, "stress", __VA_ARGS__)
 
 static unsigned rnd(unsigned *seed)
 {
@@ -645,7 +631,7 @@ START_TEST(no_waiter_sleeps_on_a_free_lock_and_exclusion_and_predicates_hold_und
 	}
 
 	/* Cancel condvar waiters now and then, until the work is done. */
-	while (!__atomic_load_n(&failed, __ATOMIC_ACQUIRE) &&
+	while (!__atomic_load_n(&fail.state, __ATOMIC_ACQUIRE) &&
 	       __atomic_load_n(&ops_done, __ATOMIC_RELAXED) < want &&
 	       mono_ns() - t0 < max_run_ns) {
 		if (mono_ns() >= next_cancel) {
@@ -656,10 +642,10 @@ START_TEST(no_waiter_sleeps_on_a_free_lock_and_exclusion_and_predicates_hold_und
 		usleep(1000);
 	}
 
-	if (__atomic_load_n(&failed, __ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&failed, __ATOMIC_ACQUIRE) != 2)
+	if (__atomic_load_n(&fail.state, __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&fail.state, __ATOMIC_ACQUIRE) != 2)
 			usleep(100);
-		ck_abort_msg("%s", fail_msg);  /* threads may be stuck: no joins */
+		ck_abort_msg("%s", fail.msg);  /* threads may be stuck: no joins */
 	}
 	rounds_ops = __atomic_load_n(&ops_done, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&jobs_mu);
@@ -679,7 +665,7 @@ START_TEST(no_waiter_sleeps_on_a_free_lock_and_exclusion_and_predicates_hold_und
 	}
 	__atomic_store_n(&watchdog_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(wd, NULL);
-	ck_assert_msg(!failed, "%s", fail_msg);
+	ck_assert_msg(!fail.state, "%s", fail.msg);
 	for (int i = 0; i < NLOCKS; i++) {
 		ck_assert_uint_eq(guarded[i], acquisitions[i]);
 		ck_assert_int_eq(proxylock_mutex_owner(&locks[i]), 0);
