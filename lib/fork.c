@@ -9,11 +9,15 @@
  * bucket lock, then the registry's free-list lock, so that no internal
  * lock is held by a thread that will not exist in the child; the parent
  * releases them in reverse.  The child empties the wait queues and the
- * registry (every record names a parent thread) and resets the TID
- * cache; then, with every internal lock free again, it restores the
- * forking thread's base context if it was boosted.  Locks the forking
- * thread held keep a TID it had before the fork in their word and
- * still count as its own (registry.h: fork aliases).
+ * registry (every record names a parent thread), frees the parent
+ * threads' read sets, zeroes the counters and resets the TID cache;
+ * then, with every internal lock free again, it restores the forking
+ * thread's base context if it was boosted.  Locks the forking thread
+ * held keep a TID it had before the fork in their word and still count
+ * as its own (registry.h: fork aliases).  The child's handlers touch
+ * only pages it needs, and what it must find zero the kernel zeroes
+ * (MADV_WIPEONFORK): every page a child first touches is a page fault,
+ * which is what a fork costs (docs/design.md, Fork).
  */
 #include <pthread.h>
 
@@ -47,13 +51,18 @@ static void fork_child(void)
 	plk_registry_fork_child();
 	plk_rdset_fork_child();  /* after the TID cache is reset */
 	plk_waitq_fork_child();
-	plk_stats_reset();
+	plk_stats_fork_child();
 	plk_registry_fork_restore();
 	plk_observe_fork_child();
 }
 
+/* The hooks are installed.  Tests linked against the internal archive
+ * name it, so that the linker takes this file, and its constructor, in. */
+PLK_HIDDEN bool plk_fork_hooks_installed;
+
 static __attribute__((constructor)) void fork_hooks_install(void)
 {
 	plk_waitq_fork_init();
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	plk_stats_fork_init();
+	plk_fork_hooks_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }

@@ -19,7 +19,22 @@
  * first read-side section, under liburcu's registry lock, which fork's
  * prepare handler holds, so an allocator counted from its own prefork
  * handler deadlocked; and registration aborts when it cannot map its
- * arena.)  Counters are relaxed atomics.  The core does not import this
+ * arena.)  Counters are relaxed atomics.
+ *
+ * A fork child reports what it did itself: its rows start at zero and
+ * its index empty, as the process-wide counters of stats.c do, so that
+ * the reports of a parent and its children add up and none repeats the
+ * parent's counts up to the fork.  Every slab and index level is marked
+ * MADV_WIPEONFORK (Linux 4.14+): the child gets them zero-filled without
+ * writing them, and the parent keeps them writable across the fork (a
+ * page shared copy-on-write costs whichever side writes it first a page
+ * copy, and the parent goes on counting).  The child keeps the slab and
+ * level pointers and rows_claimed: the rows below it are zero, never
+ * published, left unused (a row handed out again could be one another
+ * atfork child handler, run before ours, has just claimed).  Where a
+ * mapping could not be marked, the child zeroes them by hand.
+ *
+ * The core does not import this
  * file: it belongs to the interposer, and is the core's observer
  * (observe.h), told, with no internal lock held, which kinds a donation
  * through a lock changed in the kernel.
@@ -84,6 +99,10 @@ static struct lockstat **levels[LEVELS];
  * row (no memory, or 2M rows out). */
 static struct lockstat *slabs[SLABS];
 static unsigned long rows_claimed, rows_lost;
+/* The kernel does not know MADV_WIPEONFORK (before Linux 4.14): a fork
+ * child zeroes the rows and the index by hand.  Written once, when
+ * counting starts. */
+static bool rows_kept_on_fork;
 /* A row this thread claimed for a lock another thread added first: never
  * published, so it serves this thread's next new lock. */
 static __thread struct lockstat *spare __attribute__((tls_model("initial-exec")));
@@ -108,6 +127,23 @@ static unsigned long addr_hash(const void *addr)
 	return (unsigned long)x;
 }
 
+/* A fresh zero mapping of @bytes for rows or index slots, marked
+ * MADV_WIPEONFORK (see the top); MAP_FAILED if none.  A kernel that does
+ * not know the advice (EINVAL) leaves the reset to the child
+ * (rows_kept_on_fork); one that knows it but cannot apply it now (no
+ * memory for the change) gives no mapping: a fork child would find its
+ * rows. */
+static void *stat_map(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED && madvise(p, bytes, MADV_WIPEONFORK) != 0 && errno != EINVAL) {
+		munmap(p, bytes);
+		return MAP_FAILED;
+	}
+	return p;
+}
+
 /*
  * A zero row from the slabs, NULL if none can be had (2M rows are out,
  * or mmap fails).  The slab pointer is stored and loaded relaxed: a slab
@@ -130,8 +166,7 @@ static struct lockstat *row_claim(void)
 		return NULL;
 	slab = __atomic_load_n(&slabs[i / SLAB_ROWS], __ATOMIC_RELAXED);
 	if (!slab) {
-		fresh = mmap(NULL, SLAB_ROWS * sizeof(*fresh), PROT_READ | PROT_WRITE,
-		             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		fresh = stat_map(SLAB_ROWS * sizeof(*fresh));
 		if (fresh == MAP_FAILED)
 			return NULL;  /* row i stays unpublished; a later claim in its slab retries */
 		if (__atomic_compare_exchange_n(&slabs[i / SLAB_ROWS], &slab, fresh, 0,
@@ -155,7 +190,7 @@ static struct lockstat **level(int k, bool map)
 
 	if (l || !map)
 		return l;
-	fresh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fresh = stat_map(bytes);
 	if (fresh == MAP_FAILED)
 		return NULL;
 	if (__atomic_compare_exchange_n(&levels[k], &l, fresh, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -725,8 +760,30 @@ static void report(void)
 	close(fd);
 }
 
+/* Fork child (see the top): the kernel zeroed the rows and the index, or
+ * this does.  Stores only where a word is not 0 already: a store to a
+ * page shared with the parent copies it. */
+static void lockstat_fork_child(void)
+{
+	if (rows_kept_on_fork) {
+		unsigned long end = rows_claimed;
+
+		if (end > (unsigned long)SLABS * SLAB_ROWS)
+			end = (unsigned long)SLABS * SLAB_ROWS;
+		for (int k = 0; k < LEVELS; k++)
+			if (levels[k])
+				memset(levels[k], 0, ((size_t)LEVEL0_SLOTS << k) * sizeof(*levels[k]));
+		for (unsigned long i = 0; i < end; i += SLAB_ROWS)
+			if (slabs[i / SLAB_ROWS])
+				memset(slabs[i / SLAB_ROWS], 0, SLAB_ROWS * sizeof(struct lockstat));
+	}
+	if (rows_lost)
+		rows_lost = 0;
+}
+
 static const struct plk_observer_ops lockstat_ops = {
 	.lent = lockstat_lent,
+	.fork_child = lockstat_fork_child,
 };
 
 void plk_lockstat_enable(void)
@@ -742,9 +799,11 @@ void plk_lockstat_enable(void)
 	/* The first level and slab now, while memory is there: a program
 	 * that caps its address space later still has its first locks
 	 * counted. */
+	/* Does the kernel know MADV_WIPEONFORK?  A zero-length request
+	 * says so (EINVAL if not) and changes nothing. */
+	rows_kept_on_fork = madvise(NULL, 0, MADV_WIPEONFORK) != 0;
 	(void)level(0, true);
-	slabs[0] = mmap(NULL, SLAB_ROWS * sizeof(struct lockstat), PROT_READ | PROT_WRITE,
-	                MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	slabs[0] = stat_map(SLAB_ROWS * sizeof(struct lockstat));
 	if (slabs[0] == MAP_FAILED)
 		slabs[0] = NULL;
 	report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);

@@ -25,6 +25,14 @@
  * so a finder holding a stale pointer can always take it and see that
  * tid no longer matches.  A record is never retired while its thread is
  * blocked (a blocked thread has not exited, and has adopted its record).
+ *
+ * Fork: the table's pages and the record slabs are MADV_WIPEONFORK, so
+ * a fork child starts with an empty table and no record: every record
+ * describes a parent thread, and the child's threads get theirs from new
+ * slabs.  The parent's records stay mapped in the child, zero-filled,
+ * unreachable (still type-stable: a zero record is a free one no finder
+ * can match).  Neither side copies them, although the parent goes on
+ * writing its own, and the child reads none (see plk_registry_fork_child).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +55,24 @@ __thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
 static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-exec")));
 
 static struct plk_thread **pages[NPAGES];
+/* The kernel does not know MADV_WIPEONFORK (before Linux 4.14): a fork
+ * child empties the table and retires the records by hand.  Set before
+ * the page or slab the kernel refused is published (the page by its
+ * release CAS, the slab under free_lock, which fork's prepare takes). */
+static bool kept_on_fork;
+
+/* Mark the fresh mapping @p of @bytes MADV_WIPEONFORK.  False if the
+ * kernel knows the advice but could not apply it (no memory): the caller
+ * gives the mapping back, as a child would find what it holds. */
+static bool wipe_on_fork(void *p, size_t bytes)
+{
+	if (madvise(p, bytes, MADV_WIPEONFORK) == 0)
+		return true;
+	if (errno != EINVAL)
+		return false;
+	__atomic_store_n(&kept_on_fork, true, __ATOMIC_RELAXED);  /* ordered by the publication */
+	return true;
+}
 static struct plk_thread *free_list;   /* under free_lock */
 static unsigned free_count;            /* records on it; under free_lock, read as a hint */
 static plk_ilock_t free_lock = PLK_ILOCK_INIT;
@@ -169,6 +195,10 @@ static struct plk_thread **slot_of(pid_t tid, bool create)
 	             MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (fresh == MAP_FAILED)
 		return NULL;
+	if (!wipe_on_fork(fresh, PAGE_SLOTS * sizeof(*page))) {
+		munmap(fresh, PAGE_SLOTS * sizeof(*page));
+		return NULL;
+	}
 	page = NULL;
 	if (!__atomic_compare_exchange_n(&pages[t >> PAGE_BITS], &page, fresh, 0,
 	                                 __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
@@ -198,6 +228,10 @@ static bool slab_add(void)
 
 	if (slab == MAP_FAILED)
 		return false;
+	if (!wipe_on_fork(slab, SLAB_RECORDS * sizeof(*slab))) {
+		munmap(slab, SLAB_RECORDS * sizeof(*slab));
+		return false;
+	}
 	plk_ilock_lock(&free_lock);
 	for (int i = 0; i < SLAB_RECORDS; i++) {
 		slab[i].free_next = free_list;
@@ -500,9 +534,19 @@ static void reset_if_set(struct plk_thread *t)
 		t->apply_waiters = 0;
 }
 
+/* Every internal lock but free_lock held, and our apply token: our
+ * record says what the kernel has, and nobody changes it until the fork
+ * is done.  The child restores from this copy (its records are wiped). */
 void plk_registry_fork_prepare(void)
 {
+	struct plk_thread *me = tls_self;
+
 	forking_tid = plk_tid();
+	fork_restore = me && !plk_sched_equal(&me->applied, &me->base);
+	if (fork_restore) {
+		fork_applied = me->applied;
+		fork_base = me->base;
+	}
 	plk_ilock_lock(&free_lock);
 }
 
@@ -514,20 +558,20 @@ void plk_registry_fork_parent(void)
 /*
  * Child: only the forking thread survives, under a new TID.  It keeps
  * its aliases if it was itself a fork's survivor, and gains the TID it
- * had in the parent.  Every record describes a parent thread: all are
- * retired, their lock words cleared (a parent thread may have held one).
+ * had in the parent.  Every record describes a parent thread: the kernel
+ * gave the child the table's pages and the record slabs zero-filled
+ * (see the top), so it only forgets the free list.  Walking the table to
+ * retire the records cost every child a fault per 4 KiB of a table page
+ * the parent never touched (8 of a two-thread program's 44 extra faults,
+ * issue 18), and the free list one page read per record ever made.
+ * Where the kernel cannot wipe them, the table is emptied and the
+ * records retired by hand, storing only where a word is not already 0
+ * (a store to a page shared with the parent copies it).
  */
 void plk_registry_fork_child(void)
 {
 	struct plk_thread *me = tls_self;
 
-	/* The child holds no lock anyone waits for: back to its base, once
-	 * the locks are free (plk_registry_fork_restore). */
-	fork_restore = me && !plk_sched_equal(&me->applied, &me->base);
-	if (fork_restore) {
-		fork_applied = me->applied;
-		fork_base = me->base;
-	}
 	if (forking_tid != forked_tid)
 		plk_fork_naliases = 0;  /* not the last fork's survivor: no aliases */
 	if (plk_fork_naliases == PLK_FORK_ALIASES) {
@@ -540,15 +584,16 @@ void plk_registry_fork_child(void)
 	forked_tid = plk_tid();
 	tls_self = NULL;
 	free_lock.word = 0;
-	/* Parent threads asleep for a token are not in the child.  Records
-	 * are most of a page each and the child shares them with the parent
-	 * copy-on-write: every store copies a page, so only words that are
-	 * not already 0 are written (a free list left by 1000 threads once
-	 * cost the child 870 page copies, 20x a fork without the interposer). */
+	if (key_ready && me)  /* the key is set exactly while tls_self is */
+		pthread_setspecific(self_key, NULL);
+	if (!kept_on_fork) {
+		free_list = NULL;
+		free_count = 0;
+		return;
+	}
+	/* Parent threads asleep for a token are not in the child. */
 	for (struct plk_thread *t = free_list; t; t = t->free_next)
 		reset_if_set(t);
-	if (key_ready)
-		pthread_setspecific(self_key, NULL);
 	for (unsigned p = 0; p < NPAGES; p++) {
 		struct plk_thread **page = pages[p];
 

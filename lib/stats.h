@@ -10,12 +10,22 @@
 #include "futex.h"
 #include "proxylock.h"
 
-PLK_HIDDEN extern struct proxylock_stats plk_stats;
+/* The counters, on a page of their own (stats.c: fork). */
+union plk_stats_page {
+	struct proxylock_stats s;
+	char page[4096];
+};
+PLK_HIDDEN extern union plk_stats_page plk_stats_page;
 
 #define plk_stat_inc(field) \
-	__atomic_fetch_add(&plk_stats.field, 1, __ATOMIC_RELAXED)
+	__atomic_fetch_add(&plk_stats_page.s.field, 1, __ATOMIC_RELAXED)
 
-/** plk_stats_reset - zero every counter (fork child). */
-PLK_HIDDEN void plk_stats_reset(void);
+/** plk_stats_fork_init - mark the counters' page MADV_WIPEONFORK, if the
+ * kernel can (at load). */
+PLK_HIDDEN void plk_stats_fork_init(void);
+
+/** plk_stats_fork_child - zero every counter (fork child; the kernel
+ * did, if the page is wiped on fork). */
+PLK_HIDDEN void plk_stats_fork_child(void);
 
 #endif /* PLK_STATS_H */

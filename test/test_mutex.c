@@ -535,6 +535,78 @@ END_TEST
 
 
 /*
+ * A thread lent to while it holds a lock forks: the child holds nothing
+ * anyone there waits for, so its one thread runs at that thread's base
+ * in the kernel's view (restored from what the thread's record said at
+ * the fork: a fork child finds no record of the parent's), while the
+ * parent's thread stays lent to until its unlock.  The holder first
+ * waited for the lock, so its record is its own (adopted).
+ */
+static proxylock_mutex_t fr_lock = PROXYLOCK_MUTEX_INITIALIZER;
+static int fr_holding, fr_done, fr_child_status = -1;
+static pid_t fr_holder_tid;
+static bool fr_was_lent;
+
+static void *fr_holder(void *arg)
+{
+	struct kview base, lent;
+	pid_t pid;
+
+	(void)arg;
+	pin_self(1);
+	set_nice_self(19);
+	base = kview_of(0);
+	__atomic_store_n(&fr_holder_tid, gettid_(), __ATOMIC_RELEASE);
+	proxylock_mutex_lock(&fr_lock);  /* waits: main holds it */
+	__atomic_store_n(&fr_holding, 1, __ATOMIC_RELEASE);
+	fr_was_lent = eventually((lent = kview_of(0), lent.nice == 0 && affinity_is(0, 0, -1)), 2000);
+	pid = fork();
+	if (pid == 0) {
+		struct kview v = kview_of(0);
+
+		_exit(kview_equal(&v, &base) ? 0 : 1);
+	}
+	if (pid > 0 && waitpid(pid, &fr_child_status, 0) != pid)
+		fr_child_status = -1;
+	lent = kview_of(0);
+	fr_was_lent = fr_was_lent && lent.nice == 0 && affinity_is(0, 0, -1);
+	proxylock_mutex_unlock(&fr_lock);
+	__atomic_store_n(&fr_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *fr_waiter(void *arg)
+{
+	(void)arg;
+	pin_self(0);
+	proxylock_mutex_lock(&fr_lock);
+	proxylock_mutex_unlock(&fr_lock);
+	return NULL;
+}
+
+START_TEST(a_lent_to_thread_that_forks_leaves_its_child_at_its_base)
+{
+	pthread_t h, w;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
+	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
+	ck_assert_int_eq(proxylock_mutex_lock(&fr_lock), 0);
+	pthread_create(&h, NULL, fr_holder, NULL);
+	ck_assert(eventually(__atomic_load_n(&fr_holder_tid, __ATOMIC_ACQUIRE) &&
+	                     thread_sleeping(fr_holder_tid), 2000));
+	ck_assert_int_eq(proxylock_mutex_unlock(&fr_lock), 0);
+	ck_assert(eventually(__atomic_load_n(&fr_holding, __ATOMIC_ACQUIRE), 2000));
+	pthread_create(&w, NULL, fr_waiter, NULL);
+	pthread_join(h, NULL);
+	pthread_join(w, NULL);
+	ck_assert_msg(fr_was_lent, "the holder was not lent to across its fork");
+	ck_assert_msg(WIFEXITED(fr_child_status) && WEXITSTATUS(fr_child_status) == 0,
+	              "the fork child is not at its thread's base (status %#x)", fr_child_status);
+}
+END_TEST
+
+/*
  * Three generations: locks taken before the first fork still name the
  * forking thread in the grandchild, where that thread has a third TID.
  * There it may unlock them (not EPERM), and a robust one is its own, not
@@ -749,6 +821,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
 	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
+	tcase_add_test(tc, a_lent_to_thread_that_forks_leaves_its_child_at_its_base);
 	tcase_add_test(tc, a_grandchild_still_owns_locks_its_thread_held_before_the_first_fork);
 	tcase_add_test(tc, errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed);
 	tcase_add_test(tc, two_threads_closing_an_abba_cycle_at_once_never_both_sleep);

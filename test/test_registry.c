@@ -6,7 +6,10 @@
  */
 #include "helpers.h"
 #include "donate.h"
+#include "rdset.h"
 #include "registry.h"
+
+#include <sys/wait.h>
 
 #define SLOTS 64
 #define WAVE 25
@@ -145,6 +148,110 @@ START_TEST(a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive
 }
 END_TEST
 
+/* lib/fork.c's; naming it links that file, whose constructor installs
+ * the fork handlers (an archive member nothing names is left out). */
+PLK_HIDDEN extern bool plk_fork_hooks_installed;
+
+static proxylock_rwlock_t fk_held = PROXYLOCK_RWLOCK_INITIALIZER;
+static proxylock_rwlock_t fk_other = PROXYLOCK_RWLOCK_INITIALIZER;
+static proxylock_rwlock_t fk_mine = PROXYLOCK_RWLOCK_INITIALIZER;
+struct fk_hold {
+	proxylock_rwlock_t *lock;
+	int stop;
+};
+
+/* Holds @arg's lock for reading until told to stop. */
+static void *fk_reader(void *arg)
+{
+	struct fk_hold *h = arg;
+
+	(void)plk_thread_self();  /* a record, linked in the table */
+	proxylock_rwlock_rdlock(h->lock);
+	while (!__atomic_load_n(&h->stop, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	proxylock_rwlock_unlock(h->lock);
+	return NULL;
+}
+
+static void *fk_child_reader(void *arg)
+{
+	pid_t tid = 0;
+
+	proxylock_rwlock_rdlock(&fk_other);
+	if (plk_rdset_readers(&fk_other, &tid, 1) == 1 && tid == gettid_())
+		*(int *)arg = 1;
+	proxylock_rwlock_unlock(&fk_other);
+	return NULL;
+}
+
+/* The child's checks; its exit status names the first that failed. */
+static int fk_child(pid_t parent_reader)
+{
+	pid_t tids[4];
+	pthread_t th;
+	int ok = 0;
+
+	if (plk_rdset_readers(&fk_held, tids, 4) != 0)
+		return 1;
+	if (plk_rdset_readers(&fk_mine, tids, 4) != 1 || tids[0] != gettid_())
+		return 2;
+	if (plk_registry_count() != 0)
+		return 3;
+	if (plk_thread_find(parent_reader) != NULL)
+		return 4;
+	if (!plk_thread_self() || plk_thread_self()->tid != gettid_())
+		return 5;
+	if (pthread_create(&th, NULL, fk_child_reader, &ok) != 0 || pthread_join(th, NULL) != 0 || !ok)
+		return 6;
+	return proxylock_rwlock_unlock(&fk_mine) == 0 ? 0 : 7;
+}
+
+/*
+ * A fork child starts with no parent thread in the registry or among the
+ * readers, whichever way the fork handlers get there (the kernel wipes
+ * the table; the read sets are freed up to the first never claimed, past
+ * one an exited reader gave back), and the forking thread keeps its own
+ * read hold under its new TID.
+ */
+START_TEST(a_fork_child_finds_no_parent_thread_among_records_or_readers)
+{
+	struct fk_hold held = { &fk_held, 0 }, other = { &fk_other, 0 };
+	pthread_t gone, r[2];
+	pid_t pid, parent_reader;
+	int status;
+
+	ck_assert(plk_fork_hooks_installed);
+	/* Read sets in table order: ours, r[0]'s, gone's (given back before
+	 * the fork), r[1]'s. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&fk_mine), 0);
+	pthread_create(&r[0], NULL, fk_reader, &held);
+	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0) == 1, 2000));
+	pthread_create(&gone, NULL, fk_reader, &other);
+	ck_assert(eventually(plk_rdset_readers(&fk_other, NULL, 0) == 1, 2000));
+	pthread_create(&r[1], NULL, fk_reader, &held);
+	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0) == 2, 2000));
+	__atomic_store_n(&other.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(gone, NULL);
+	parent_reader = 0;
+	plk_rdset_readers(&fk_held, &parent_reader, 1);
+	ck_assert_ptr_nonnull(plk_thread_find(parent_reader));
+	ck_assert_uint_eq(plk_rdset_count(), 4);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0)
+		_exit(fk_child(parent_reader));
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "fork child status %#x (exit 1: a parent reader listed, 2: our own read hold "
+	              "lost, 3/4: parent records linked, 5: no record of our own, 6: a new "
+	              "reader not listed, 7: our read unlock failed)", status);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&fk_mine), 0);
+	__atomic_store_n(&held.stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(r[i], NULL);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -154,6 +261,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, lookups_race_safely_with_1000_threads_created_and_exiting);
 	tcase_add_test(tc, a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed);
 	tcase_add_test(tc, a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive_it);
+	tcase_add_test(tc, a_fork_child_finds_no_parent_thread_among_records_or_readers);
 	suite_add_tcase(s, tc);
 	return s;
 }

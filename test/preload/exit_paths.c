@@ -19,6 +19,13 @@
  *       it takes any lock, then takes MANY distinct ones and calls exit():
  *       status 0; with stats on, those past the rows mapped at start go
  *       uncounted and the report says so.
+ *   exit_paths fork-report   with stats on, runs itself again with each
+ *       process's JSON report in a file of its own (PROXYLOCK_STATS_FILE,
+ *       "%p"): after contention on one mutex it forks a child that locks
+ *       another and calls exit().  Each report counts what its own process
+ *       did: the child's lists the child's mutex and not the parent's, the
+ *       parent's the other way round (a child's counters start at zero, as
+ *       proxylock_stats_get's do).  With stats off: nothing to check.
  *
  * Prints "ok MODE" when the part that decides the result has run.
  */
@@ -141,6 +148,92 @@ static void fork_capped_child(void)
 	}
 }
 
+static pthread_mutex_t child_only = PTHREAD_MUTEX_INITIALIZER;
+
+/* Does report @path (JSON) list a lock at @addr?  -1 if unreadable. */
+static int report_lists(const char *path, const void *addr)
+{
+	char buf[1 << 16], want[64];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	snprintf(want, sizeof(want), "\"address\": \"%p\"", addr);
+	return strstr(buf, want) != NULL;
+}
+
+/* fork-report, the measured process: contend on m, then a child locks
+ * child_only and exits; prints both PIDs and both mutexes' addresses. */
+static int fork_report_run(void)
+{
+	pthread_t t[WORKERS];
+	int status;
+	pid_t pid;
+
+	contend(t);
+	join(t);
+	pid = fork();
+	if (pid == 0) {
+		pthread_mutex_lock(&child_only);
+		pthread_mutex_unlock(&child_only);
+		exit(0);  /* the child's report, at its exit */
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+		return 1;
+	printf("%d %d %p %p\n", (int)getpid(), (int)pid, (void *)&m, (void *)&child_only);
+	return 0;
+}
+
+/* fork-report: run the measured process with a report file per process
+ * and check both reports. */
+static int fork_report(const char *self)
+{
+	char dir[] = "/tmp/exit_paths.XXXXXX", files[2][128], cmd[512], line[64];
+	const char *stats = getenv("PROXYLOCK_STATS");
+	int parent, child, bad = 0;
+	void *pm, *cm;  /* m and child_only in the measured process */
+	FILE *p;
+
+	if (!stats || strcmp(stats, "1") != 0) {
+		printf("ok fork-report\n");
+		return 0;
+	}
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(cmd, sizeof(cmd), "PROXYLOCK_STATS_FILE=%s/r.%%p.json '%s' fork-report-run", dir, self);
+	p = popen(cmd, "r");
+	if (!p || !fgets(line, sizeof(line), p) || pclose(p) != 0 ||
+	    sscanf(line, "%d %d %p %p", &parent, &child, &pm, &cm) != 4) {
+		fprintf(stderr, "fork-report: the measured process failed\n");
+		return 1;
+	}
+	snprintf(files[0], sizeof(files[0]), "%s/r.%d.json", dir, parent);
+	snprintf(files[1], sizeof(files[1]), "%s/r.%d.json", dir, child);
+	if (report_lists(files[0], pm) != 1 || report_lists(files[0], cm) != 0) {
+		fprintf(stderr, "fork-report: the parent's report (%s) should list %p, not %p\n",
+		        files[0], pm, cm);
+		bad = 1;
+	}
+	if (report_lists(files[1], cm) != 1 || report_lists(files[1], pm) != 0) {
+		fprintf(stderr, "fork-report: the child's report (%s) should list %p, not %p\n",
+		        files[1], cm, pm);
+		bad = 1;
+	}
+	if (!bad) {
+		unlink(files[0]);
+		unlink(files[1]);
+		rmdir(dir);
+		printf("ok fork-report\n");
+	}
+	return bad;
+}
+
 static void *forker(void *arg)
 {
 	(void)arg;
@@ -178,6 +271,10 @@ int main(int argc, char **argv)
 		}
 		exit(0);
 	}
-	fprintf(stderr, "usage: exit_paths pthread-exit|fork-rlimit|rlimit-exit\n");
+	if (strcmp(mode, "fork-report") == 0)
+		return fork_report(argv[0]);
+	if (strcmp(mode, "fork-report-run") == 0)
+		return fork_report_run();
+	fprintf(stderr, "usage: exit_paths pthread-exit|fork-rlimit|rlimit-exit|fork-report\n");
 	return 2;
 }
