@@ -32,7 +32,9 @@
  *       while readers held keeps it: one of those may be inside its
  *       unlock, slot cleared, lent to).  A waiter leaving an empty queue
  *       leaves it set, so every holder unlocks through the bucket and
- *       waits there for its withdrawal's apply (donate.c, I1).
+ *       waits there for its withdrawal's apply (donate.c, I1).  So no
+ *       bucket hold finds L free with the bit set: a release that frees
+ *       L grants or clears it, and no fast path frees L while it is set.
  *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
  *       grant nobody, except while a granter that stopped at
  *       GRANT_BATCH is on its way back to the bucket.
@@ -594,9 +596,16 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free.  PLK_RW_WAITERS may be set with nobody queued (a
-			 * waiter that left an empty queue leaves it, RW2); the
-			 * new word keeps it only while someone is queued. */
+			/* Free, so PLK_RW_WAITERS is clear and nobody is queued:
+			 * a waiter that leaves an empty queue leaves the bit only
+			 * while L is held, and whoever frees L under the bucket
+			 * grants it or clears the bit (RW2); no fast path frees L
+			 * while the bit is set (a recursive read unlock leaves a
+			 * hold); a queue behind a free L is granted (RW3).  So
+			 * the new word drops no bit here and needs no
+			 * withdraw_publishers; the model asserts that this branch
+			 * never sees the bit (test/model/rwlock.pml, wrlock).
+			 * Were anyone queued, the bit would be kept. */
 			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
 			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
