@@ -53,7 +53,8 @@
  *       bucket (later scans see its slot clear), then withdraws.  A
  *       publication whose CAS failed after the bit appeared is retracted
  *       and withdrawn (under the bucket before queueing, else
- *       rd_not_reader, or at the last unlock: withdraw[]);
+ *       rd_not_reader, or at the last unlock: withdraw[]), also one the
+ *       spin kept across a count change, once the spin ends;
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
  */
@@ -460,12 +461,15 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	}
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
 		return rd_fail_unlocked(rw, &h, EAGAIN);
+	bool published = false;
+
 	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w & PLK_RW_WAITERS)
 			break;  /* others are queued: go and see whether we may join */
 		if (!(w & PLK_RW_WRITER) && w != PLK_RW_READERS_MAX) {
 			rd_hold_publish(rw, &h, 0);
+			published = true;
 			if (plk_rw_cas(rw, w, w + 1)) {
 				rd_hold_done(&h);
 				return 0;
@@ -477,9 +481,17 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
 				continue;
 			rd_hold_retract(&h);
+			published = false;
 		}
 		plk_cpu_relax();
 	}
+	/* The spin ended with a kept publication (WAITERS seen in the next
+	 * turn, or the turns ran out): the writer that set WAITERS since may
+	 * have named us.  Retract, so that every way on withdraws it: before
+	 * we queue, in rd_fail, or at the last unlock (RW6; the model's
+	 * BROKEN_RW_SPIN: a timed-out reader kept the lend). */
+	if (published)
+		rd_hold_retract(&h);
 	if (!try) {
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))

@@ -74,6 +74,13 @@
  *                       PLK_RW_WAITERS (withdrawing from the publishers):
  *                       a reader inside its unlock, lent to, leaves by
  *                       the fast path (violated: RW6)
+ *   -DBROKEN_RW_SPIN    rdlock_slow's spin leaves with a publication it
+ *                       kept across a count change, unretracted: a writer
+ *                       that queued meanwhile lent to it; under
+ *                       NONRECURSIVE it queues without withdrawing and
+ *                       times out lent to (the code before the fix;
+ *                       with -DPREFER_W -DRW_TIMED_READERS -DRW_WROUNDS=2,
+ *                       violated: RW6)
  *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
  *                       read that queues marks its held slot pending (no
  *                       !recursive test in rd_hold_publish); the grant
@@ -389,6 +396,10 @@ inline rdlock() {
 	retracted = 0; wflag = 0; got = 0; rec = 0;
 	if :: !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* fast path */
 	rd_spin(); rd_spin();	/* two of rdlock_slow's spins */
+#ifndef BROKEN_RW_SPIN
+	/* the spin ended with a kept publication: retract (a scan may have named us) */
+	if :: !got && slot[me] == 1 -> slot[me] = 0; retracted = 1 :: else -> skip fi;
+#endif
 	act = 0;
 	if
 	:: got ->
