@@ -32,7 +32,9 @@
  *       while readers held keeps it: one of those may be inside its
  *       unlock, slot cleared, lent to).  A waiter leaving an empty queue
  *       leaves it set, so every holder unlocks through the bucket and
- *       waits there for its withdrawal's apply (donate.c, I1).
+ *       waits there for its withdrawal's apply (donate.c, I1).  So no
+ *       bucket hold finds L free with the bit set: a release that frees
+ *       L grants or clears it, and no fast path frees L while it is set.
  *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
  *       grant nobody, except while a granter that stopped at
  *       GRANT_BATCH is on its way back to the bucket.
@@ -51,7 +53,8 @@
  *       bucket (later scans see its slot clear), then withdraws.  A
  *       publication whose CAS failed after the bit appeared is retracted
  *       and withdrawn (under the bucket before queueing, else
- *       rd_not_reader, or at the last unlock: withdraw[]);
+ *       rd_not_reader, or at the last unlock: withdraw[]), also one the
+ *       spin kept across a count change, once the spin ends;
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
  */
@@ -458,12 +461,15 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	}
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
 		return rd_fail_unlocked(rw, &h, EAGAIN);
+	bool published = false;
+
 	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w & PLK_RW_WAITERS)
 			break;  /* others are queued: go and see whether we may join */
 		if (!(w & PLK_RW_WRITER) && w != PLK_RW_READERS_MAX) {
 			rd_hold_publish(rw, &h, 0);
+			published = true;
 			if (plk_rw_cas(rw, w, w + 1)) {
 				rd_hold_done(&h);
 				return 0;
@@ -475,9 +481,17 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
 				continue;
 			rd_hold_retract(&h);
+			published = false;
 		}
 		plk_cpu_relax();
 	}
+	/* The spin ended with a kept publication (WAITERS seen in the next
+	 * turn, or the turns ran out): the writer that set WAITERS since may
+	 * have named us.  Retract, so that every way on withdraws it: before
+	 * we queue, in rd_fail, or at the last unlock (RW6; the model's
+	 * BROKEN_RW_SPIN: a timed-out reader kept the lend). */
+	if (published)
+		rd_hold_retract(&h);
 	if (!try) {
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))
@@ -594,9 +608,16 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free.  PLK_RW_WAITERS may be set with nobody queued (a
-			 * waiter that left an empty queue leaves it, RW2); the
-			 * new word keeps it only while someone is queued. */
+			/* Free, so PLK_RW_WAITERS is clear and nobody is queued:
+			 * a waiter that leaves an empty queue leaves the bit only
+			 * while L is held, and whoever frees L under the bucket
+			 * grants it or clears the bit (RW2); no fast path frees L
+			 * while the bit is set (a recursive read unlock leaves a
+			 * hold); a queue behind a free L is granted (RW3).  So
+			 * the new word drops no bit here and needs no
+			 * withdraw_publishers; the model asserts that this branch
+			 * never sees the bit (test/model/rwlock.pml, wrlock).
+			 * Were anyone queued, the bit would be kept. */
 			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
 			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {

@@ -2,20 +2,41 @@
  * rwlock.pml - SPIN model of the proxylock rwlock (lib/rwlock.c,
  * lib/rwlockword.h, lib/rdset.h), included by proxylock.pml under
  * -DRWLOCK; docs/design.md, "The protocol model", maps each inline to
- * the code.  One rwlock, one bucket; thread 1 a writer whose deadline
- * may pass, threads 2 and 3 readers (RW_ROUNDS rounds each, default 1).
+ * the code.  One rwlock, one bucket; threads 1..RW_WRITERS are writers
+ * (RW_WROUNDS locks each), the rest readers (RW_ROUNDS rounds each).
+ * Each thread is chosen at its start to make timed calls (a deadline may
+ * pass once, at any moment of a wait) or not (it sleeps until granted,
+ * so a lost grant shows as a thread asleep at the end): writers always
+ * have the choice, readers with -DRW_TIMED_READERS.  Abstracted: the
+ * queue's order (FIFO: every thread ranks the same), the caps
+ * (READERS_MAX, the 32-reader scan, DEFER_MAX, the spin's 100 turns:
+ * two here), thread exit, the overflow rule, the apply step.
  *
  * The word is three variables changed together (one CAS): cnt (read
  * holds), wr (the writer's id, 0 none), wt (PLK_RW_WAITERS).  slot[t]
  * is thread t's read-set slot for the rwlock: 0 clear, 1 names it, 2
  * pending (a queued reader's reservation).  lent[t] is the donation
  * engine's entry keyed by the rwlock on t (ghost: set and cleared where
- * the code's plk_donate_set and withdraw run).  reading[t] / writing
- * are ghosts: t is between its lock's return and its unlock.
+ * the code's plk_donate_set and withdraw run).  rd[t] (t's read holds,
+ * its slot's depth) and writing (the writer between its lock's return
+ * and its unlock) are ghosts.
  *
- *   -DPREFER_W          PREFER_WRITER_NONRECURSIVE (else PREFER_READER)
+ *   -DPREFER_W          PREFER_WRITER_NONRECURSIVE.  Else PREFER_READER,
+ *                       which is also PREFER_WRITER: the code tests only
+ *                       for NONRECURSIVE (reader_may_join, grant)
  *   -DRW_BATCH=n        grant at most n readers per bucket hold (the
  *                       code's GRANT_BATCH), coming back for the rest
+ *   -DRW_WRITERS=n      writers (default 1); -DRW_READERS=n readers
+ *                       (default 2); at most 4 threads in all
+ *   -DRW_WROUNDS=n      lock rounds of each writer (default 1)
+ *   -DRW_TIMED_READERS  readers' waits may time out too (rw_timedout)
+ *   -DRW_UNTIMED_WRITERS writers' waits never time out
+ *   -DRW_RECURSIVE      the first reader takes a second, recursive read
+ *                       hold inside each of its holds
+ *   -DRW_ALLOW_NR_DEADLOCK  with -DPREFER_W -DRW_RECURSIVE: the end state
+ *                       glibc's NONRECURSIVE kind also deadlocks in (a
+ *                       recursive read queued behind a writer that waits
+ *                       for its first hold) is reported, not an error
  * Broken variants, each must fail:
  *   -DBROKEN_RW_PUBLISH a reader publishes its slot after its count
  *                       increment: a writer misses it (violated: RW5)
@@ -40,12 +61,53 @@
  *   -DBROKEN_RW_ABA     the release that clears PLK_RW_WAITERS leaves the
  *                       lends of threads still publishing (their CAS may
  *                       succeed on the word come back): violated: RW6
+ *   -DBROKEN_RW_MORE    with -DRW_WRITERS=2: a grant to a writer keeps
+ *                       PLK_RW_WAITERS only while a reader is queued
+ *                       (first_writer's reader flag taken for "anyone
+ *                       queued"): the second writer queued without the
+ *                       bit (violated: RW1)
+ *   -DBROKEN_RW_TIMEDOUT rw_timedout does not look at the park word: a
+ *                       waiter granted as its deadline passed leaves
+ *                       with the grant (violated: lost wake-up: L held
+ *                       for a thread not in it)
+ *   -DBROKEN_RW_TIMEDOUT_CLEAR a waiter leaving an empty queue clears
+ *                       PLK_RW_WAITERS (withdrawing from the publishers):
+ *                       a reader inside its unlock, lent to, leaves by
+ *                       the fast path (violated: RW6)
+ *   -DBROKEN_RW_SPIN    rdlock_slow's spin leaves with a publication it
+ *                       kept across a count change, unretracted: a writer
+ *                       that queued meanwhile lent to it; under
+ *                       NONRECURSIVE it queues without withdrawing and
+ *                       times out lent to (the code before the fix;
+ *                       with -DPREFER_W -DRW_TIMED_READERS -DRW_WROUNDS=2,
+ *                       violated: RW6)
+ *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
+ *                       read that queues marks its held slot pending (no
+ *                       !recursive test in rd_hold_publish); the grant
+ *                       leaves it so (no grant_slot): scans miss the
+ *                       holder and its unlock finds no slot (violated:
+ *                       EPERM)
  */
 
-#define N	3
+#ifndef RW_WRITERS
+#define RW_WRITERS 1
+#endif
+#ifndef RW_READERS
+#define RW_READERS 2
+#endif
+#define NW	RW_WRITERS
+#define N	(RW_WRITERS + RW_READERS)
+#if RW_WRITERS + RW_READERS > 4 || RW_READERS < 1 || RW_WRITERS < 1
+#error "1..3 writers and 1..3 readers, at most 4 threads"
+#endif
 #ifndef RW_ROUNDS
 #define RW_ROUNDS 1
 #endif
+#ifndef RW_WROUNDS
+#define RW_WROUNDS 1
+#endif
+#define RREC	(NW + 1)	/* the reader that recurses (-DRW_RECURSIVE) */
+#define ISW(t)	((t) <= NW)
 #define WAITING	0
 #define HANDED	2
 
@@ -54,17 +116,20 @@
 byte cnt, wr;			/* the word: read holds, writer id */
 bool wt;			/* PLK_RW_WAITERS */
 byte bl;			/* the bucket lock's holder */
-byte q[N]; byte ql;		/* the queue, in order */
-bool isw[N + 1];		/* queued as a writer */
+byte q[N]; byte ql;		/* the queue, in order (FIFO: see enq) */
+byte nqw, nqr;			/* writers, readers queued (derived from q) */
 byte park[N + 1];
 byte slot[N + 1];
 bool lent[N + 1];		/* ghost: the engine's entry for the rwlock */
-bool reading[N + 1], writing;	/* ghosts */
+byte rd[N + 1];			/* ghost: read holds */
+byte writing;			/* ghost: the writer in its critical section */
 byte done;
+bool stuck;			/* -DRW_ALLOW_NR_DEADLOCK: the monitor saw it */
+/* Scratch of the bucket's d_steps (each resets what it used to 0). */
+byte sc, fw, gk, gt, c0, g, tk;
 
-/* Is a writer queued?  Is a reader queued? */
-#define QW	((ql > 0 && isw[q[0]]) || (ql > 1 && isw[q[1]]) || (ql > 2 && isw[q[2]]))
-#define QR	((ql > 0 && !isw[q[0]]) || (ql > 1 && !isw[q[1]]) || (ql > 2 && !isw[q[2]]))
+#define QW	(nqw > 0)
+#define QR	(nqr > 0)
 #ifdef PREFER_W
 #define MAYJOIN	(wr == 0 && !QW)
 #else
@@ -77,8 +142,20 @@ byte done;
 #define GRANTABLE (wr == 0 && ((cnt == 0 && ql > 0) || QR))
 #endif
 /* RW5: every holder is lent to while anyone is queued. */
-#define HOLDERS_LENT ((!reading[1] || ql == 0 || lent[1]) && (!reading[2] || ql == 0 || lent[2]) && \
-                      (!reading[3] || ql == 0 || lent[3]) && (!writing || ql == 0 || lent[wr]))
+#define HL(t)	(rd[t] == 0 || ql == 0 || lent[t])
+#if RW_WRITERS + RW_READERS == 4
+#define HL4	HL(4)
+#else
+#define HL4	true
+#endif
+#define HOLDERS_LENT (HL(1) && HL(2) && HL(3) && HL4 && (writing == 0 || ql == 0 || lent[wr]))
+#if RW_WRITERS + RW_READERS == 4
+#define RDSUM	(rd[1] + rd[2] + rd[3] + rd[4])
+#define ANYLENT	(lent[1] || lent[2] || lent[3] || lent[4])
+#else
+#define RDSUM	(rd[1] + rd[2] + rd[3])
+#define ANYLENT	(lent[1] || lent[2] || lent[3])
+#endif
 
 inline bucket_lock() { atomic { bl == 0 -> bl = me } }
 inline bucket_unlock() {
@@ -87,32 +164,52 @@ inline bucket_unlock() {
 		CHECK(!(ql > 0 && !wt), "violated: RW1\n");
 		CHECK(again || !GRANTABLE, "violated: RW3: a queued waiter could be granted\n");
 		CHECK(HOLDERS_LENT, "violated: RW5: a holder is not lent to\n");
+		/* RW2's consequence: a release that frees L grants or clears
+		 * the bit, so L is never free with it set between bucket holds
+		 * (the fast paths never free L while it is set: a recursive
+		 * unlock leaves a hold). */
+		CHECK(again || !(wt && cnt == 0 && wr == 0), "violated: RW2: L free with WAITERS set\n");
 		bl = 0
 	}
 }
 
 /* Queue operations and lend_update run under the bucket lock: callers
- * put them in a d_step. */
-inline enq(t, w) { q[ql] = t; ql++; isw[t] = w; park[t] = WAITING }
+ * put them in a d_step.  plk_waitq_enqueue puts a waiter in front of
+ * the first that ranks below it (its priority); every thread here ranks
+ * the same, so the queue is FIFO (grant() takes the queue's order, and
+ * the model checks no property of the order itself). */
+inline enq(t) {
+	q[ql] = t; ql++; park[t] = WAITING;
+	if :: ISW(t) -> nqw++ :: else -> nqr++ fi
+}
 inline deq(t) {
-	if
-	:: q[0] == t -> q[0] = q[1]; q[1] = q[2]
-	:: q[1] == t -> q[1] = q[2]
-	:: else -> assert(q[2] == t)
-	fi;
-	ql--; q[ql] = 0
+	sc = 0;
+	do :: q[sc] != t -> sc++; assert(sc < ql) :: else -> break od;
+	do :: sc + 1 < ql -> q[sc] = q[sc + 1]; sc++ :: else -> break od;
+	ql--; q[ql] = 0; sc = 0;
+	if :: ISW(t) -> nqw-- :: else -> nqr-- fi
+}
+/* Is t queued?  (result in sc: 1 yes) */
+inline queued(t) {
+	gk = 0; sc = 0;
+	do :: gk < ql -> if :: q[gk] == t -> sc = 1 :: else -> skip fi; gk++ :: else -> break od;
+	gk = 0
 }
 
 /* plk_rw_lend_update: the queue lends to every holder: the writer, or
- * each thread whose slot names the rwlock (a scan of the read sets). */
+ * each thread whose slot names the rwlock (a scan of the read sets);
+ * an empty queue lends nothing (the entries go). */
 inline lend_update() {
 	if
 	:: !wt -> skip
 	:: wt && wr != 0 -> lent[wr] = (ql > 0)
 	:: wt && wr == 0 ->
-		if :: slot[1] == 1 -> lent[1] = (ql > 0) :: else -> skip fi;
-		if :: slot[2] == 1 -> lent[2] = (ql > 0) :: else -> skip fi;
-		if :: slot[3] == 1 -> lent[3] = (ql > 0) :: else -> skip fi
+		sc = 1;
+		do
+		:: sc <= N -> if :: slot[sc] == 1 -> lent[sc] = (ql > 0) :: else -> skip fi; sc++
+		:: else -> break
+		od;
+		sc = 0
 	fi
 }
 
@@ -121,9 +218,12 @@ inline lend_update() {
  * succeed (ABA), so its lend goes. */
 inline unlend_publishers() {
 #ifndef BROKEN_RW_ABA
-	if :: slot[1] == 1 -> lent[1] = 0 :: else -> skip fi;
-	if :: slot[2] == 1 -> lent[2] = 0 :: else -> skip fi;
-	if :: slot[3] == 1 -> lent[3] = 0 :: else -> skip fi
+	sc = 1;
+	do
+	:: sc <= N -> if :: slot[sc] == 1 -> lent[sc] = 0 :: else -> skip fi; sc++
+	:: else -> break
+	od;
+	sc = 0
 #else
 	skip
 #endif
@@ -132,9 +232,12 @@ inline unlend_publishers() {
 /* grant(): the first writer, or every queued reader. */
 inline grant() {
 	d_step {
-		fw = 0; k = 0;
-		if :: ql > 0 && isw[q[0]] -> fw = q[0] :: ql > 1 && !isw[q[0]] && isw[q[1]] -> fw = q[1]
-		   :: ql > 2 && !isw[q[0]] && !isw[q[1]] && isw[q[2]] -> fw = q[2] :: else -> skip fi;
+		fw = 0; gk = 0;
+		do
+		:: gk < ql && fw == 0 -> if :: ISW(q[gk]) -> fw = q[gk] :: else -> skip fi; gk++
+		:: else -> break
+		od;
+		gk = 0;
 		if
 		:: wr != 0 || !wt -> skip
 #ifdef PREFER_W
@@ -142,8 +245,14 @@ inline grant() {
 #else
 		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR ->
 #endif
-			deq(fw); wr = fw; wt = (ql > 0); lend_update(); park[fw] = HANDED;
-			if :: !wt -> unlend_publishers() :: else -> skip fi
+			deq(fw); wr = fw;
+#ifndef BROKEN_RW_MORE
+			wt = (ql > 0);
+#else
+			wt = QR;	/* first_writer's reader flag for "more" */
+#endif
+			if :: !wt -> unlend_publishers() :: else -> skip fi;
+			lend_update(); park[fw] = HANDED
 #ifdef PREFER_W
 		:: wr == 0 && wt && fw == 0 && QR ->
 #else
@@ -151,13 +260,15 @@ inline grant() {
 #endif
 			c0 = cnt; g = 0; tk = 0;
 			do
-			:: k < ql && !isw[q[k]] ->
+			:: gk < ql && !ISW(q[gk]) ->
 #ifdef RW_BATCH
 				if :: g == RW_BATCH -> again = 1; break :: else -> skip fi;
 #endif
-				t = q[k]; deq(t); slot[t] = 1; g++; tk = tk | (1 << t)
-			:: k < ql && isw[q[k]] -> k++
-			:: k >= ql -> break
+				/* the slot a queued reader reserved; a recursive
+				 * one has no grant_slot (its slot names L) */
+				gt = q[gk]; deq(gt); if :: rd[gt] == 0 -> slot[gt] = 1 :: else -> skip fi; g++; tk = tk | (1 << gt)
+			:: gk < ql && ISW(q[gk]) -> gk++
+			:: gk >= ql -> break
 			od;
 #ifndef BROKEN_RW_BATCH
 			stop = 0;	/* the batch is counted and handed, then the granter comes back */
@@ -167,9 +278,12 @@ inline grant() {
 			if :: stop -> skip :: else ->
 			/* count and HANDED after the loop, as the code does */
 			cnt = cnt + g;
-			if :: tk & 2 -> park[1] = HANDED :: else -> skip fi;
-			if :: tk & 4 -> park[2] = HANDED :: else -> skip fi;
-			if :: tk & 8 -> park[3] = HANDED :: else -> skip fi;
+			sc = 1;
+			do
+			:: sc <= N -> if :: tk & (1 << sc) -> park[sc] = HANDED :: else -> skip fi; sc++
+			:: else -> break
+			od;
+			sc = 0;
 #ifndef BROKEN_RW_KEEP
 			wt = (ql > 0 || c0 > 0);	/* readers from before may be mid-unlock */
 #else
@@ -179,7 +293,8 @@ inline grant() {
 			if :: !wt -> unlend_publishers() :: else -> skip fi
 			fi
 		:: else -> skip
-		fi
+		fi;
+		fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0
 	}
 }
 /* grant_and_unlock: come back while a batch filled up. */
@@ -194,6 +309,46 @@ inline grant_loop() {
 
 inline withdraw() { lent[me] = 0 }
 
+/* --- waiting: rw_park, rw_timedout ------------------------------------ */
+/* Queued, bucket dropped: sleep until HANDED; a timed call's deadline
+ * may pass instead (once per thread: tmo), and then rw_timedout leaves
+ * under the bucket unless a grant came first.  A reader's pending slot
+ * is abandoned (a recursive reader's held one is not); the queue's lend
+ * is recomputed (an emptied queue withdraws the holders' entries; the
+ * bit stays, RW2) and whatever the leaving made grantable is granted. */
+inline rw_wait() {
+	if
+	:: park[me] == HANDED -> got = 1
+	:: stuck -> goto gone	/* the monitor saw NONRECURSIVE's deadlock: stop */
+	:: tmo ->
+		tmo = 0;
+		bucket_lock();
+#ifndef BROKEN_RW_TIMEDOUT
+		if
+		:: park[me] == HANDED -> got = 1; bucket_unlock()
+		:: else ->
+#endif
+			d_step {
+				queued(me);
+				if :: sc -> deq(me) :: else -> skip fi;	/* (BROKEN_RW_TIMEDOUT: granted already) */
+				sc = 0;
+				if :: !ISW(me) && !rec -> slot[me] = 0 :: else -> skip fi;	/* rd_hold_abandon */
+				lend_update()
+			};
+#ifndef BROKEN_RW_GRANT
+			grant_loop();
+#endif
+#ifdef BROKEN_RW_TIMEDOUT_CLEAR
+			skip;
+			d_step { if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
+#endif
+			bucket_unlock()
+#ifndef BROKEN_RW_TIMEDOUT
+		fi
+#endif
+	fi
+}
+
 /* --- read lock: plk_rw_rdlock_fast, rdlock_slow ----------------------- */
 /* One publish-then-CAS attempt (the fast path, and each spin of
  * rdlock_slow): the CAS also fails when another reader moved the count. */
@@ -202,22 +357,52 @@ inline rd_try() {
 	slot[me] = 1;
 	atomic {
 		if
-		:: !wt && wr == 0 -> cnt++; joined = 1
+		:: !wt && wr == 0 -> cnt++; got = 1
 		:: true -> slot[me] = 0; retracted = 1
 		fi
 	}
 #else
-	atomic { if :: !wt && wr == 0 -> cnt++; joined = 1 :: true -> retracted = 1 fi };
-	if :: joined -> slot[me] = 1 :: else -> skip fi
+	atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> retracted = 1 fi };
+	if :: got -> slot[me] = 1 :: else -> skip fi
 #endif
 }
 
-inline rdlock() {
-	retracted = 0; wflag = 0; joined = 0;
-	if :: !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* fast path */
-	if :: !joined && !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* one spin */
+/* One turn of rdlock_slow's spin: read the word; WAITERS: leave the
+ * spin (act 1, for good); a writer: relax; else publish and CAS (which
+ * the model lets fail at any moment: another reader moved the count),
+ * and after a failed CAS read the word again: still no WRITER|WAITERS:
+ * go round still published, else retract. */
+inline rd_spin() {
 	if
-	:: joined ->
+	:: !got && act != 1 ->
+		atomic { if :: wt -> act = 1 :: !wt && wr != 0 -> act = 0 :: !wt && wr == 0 -> act = 2 fi };
+		if
+		:: act == 2 ->
+			act = 0;
+			slot[me] = 1;
+			atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> skip fi };
+			if
+			:: !got -> atomic { if :: !wt && wr == 0 -> skip :: else -> slot[me] = 0; retracted = 1 fi }
+			:: else -> skip
+			fi
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+
+/* A new (first) read hold. */
+inline rdlock() {
+	retracted = 0; wflag = 0; got = 0; rec = 0;
+	if :: !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* fast path */
+	rd_spin(); rd_spin();	/* two of rdlock_slow's spins */
+#ifndef BROKEN_RW_SPIN
+	/* the spin ended with a kept publication: retract (a scan may have named us) */
+	if :: !got && slot[me] == 1 -> slot[me] = 0; retracted = 1 :: else -> skip fi;
+#endif
+	act = 0;
+	if
+	:: got ->
 #ifndef BROKEN_RW_RETRACT
 		wflag = retracted
 #else
@@ -229,17 +414,17 @@ inline rdlock() {
 		 * are one step here. */
 		d_step {
 			if
-			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); joined = 1
+			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); got = 1
 			:: else -> wt = 1; slot[me] = 2;
 #if !defined(BROKEN_RW_RETRACT) && !defined(BROKEN_RW_WITHDRAW)
 				/* a retracted publication's lend goes before we queue */
 				if :: retracted -> withdraw(); retracted = 0 :: else -> skip fi;
 #endif
-				enq(me, 0); lend_update()
+				enq(me); lend_update()
 			fi
 		};
 		if
-		:: joined ->
+		:: got ->
 			bucket_unlock();
 #ifndef BROKEN_RW_RETRACT
 			wflag = retracted
@@ -249,16 +434,64 @@ inline rdlock() {
 #if !defined(BROKEN_RW_RETRACT) && defined(BROKEN_RW_WITHDRAW)
 			if :: retracted -> withdraw() :: else -> skip fi;
 #endif
-			park[me] == HANDED
+			rw_wait();
+			if :: !got -> CHECK(!lent[me], "violated: RW6: a reader that timed out is lent to\n") :: else -> skip fi
 		fi
 	fi;
-	d_step { reading[me] = 1; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") }
+	if
+	:: got -> d_step { rd[me] = 1; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") }
+	:: else -> skip
+	fi
+}
+
+/* A recursive read hold (slot[me] names L, rd[me] > 0): the fast path's
+ * recursive branch (one CAS, failing on WRITER|WAITERS or a moved
+ * count), rdlock_slow's spin (its CAS fails only on WAITERS: nobody
+ * writes while we read; a failed try publishes nothing, so one try
+ * stands for all), then the bucket: join, or under NONRECURSIVE queue
+ * behind a queued writer (the slot stays ours, held: rd_hold_publish and
+ * grant_slot leave a recursive slot alone).  No retraction: nothing is
+ * published. */
+inline rdlock_rec() {
+	got = 0; rec = 1;
+	atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> skip fi };
+	if
+	:: got -> skip
+	:: else ->
+		bucket_lock();
+		d_step {
+			assert(wr == 0 && cnt > 0 && slot[me] == 1);
+			if
+			:: MAYJOIN -> cnt++; lend_update(); got = 1
+			:: else -> wt = 1;
+#ifdef BROKEN_RW_REC_PENDING
+				slot[me] = 2;
+#endif
+				enq(me); lend_update()
+			fi
+		};
+		bucket_unlock();
+		if :: !got -> rw_wait() :: else -> skip fi
+	fi;
+	if :: got -> d_step { rd[me]++; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") } :: else -> skip fi;
+	rec = 0
 }
 
 /* --- unlock of a read hold: plk_rw_rdunlock_fast, unlock_slow --------- */
+/* Not the last hold (depth > 1): a plain decrement, even with WAITERS
+ * set; the count stays above 0, so nobody is granted. */
+inline rdunlock_rec() {
+	d_step {
+		CHECK(slot[me] == 1, "violated: a reader's unlock finds no slot naming L (EPERM)\n");
+		rd[me]--; assert(rd[me] > 0 && wr == 0 && cnt >= 2); cnt-- }
+}
+
+/* The last hold. */
 inline rdunlock() {
 	slow = 0;
-	reading[me] = 0;
+	/* plk_rw_rdunlock_fast finds the slot by its exact value */
+	CHECK(slot[me] == 1, "violated: a reader's unlock finds no slot naming L (EPERM)\n");
+	rd[me] = 0;
 #ifndef BROKEN_RW_UNLOCK
 	slot[me] = 0;
 	if
@@ -282,7 +515,9 @@ inline rdunlock() {
 	CHECK(!lent[me], "violated: RW6: a thread that left is lent to\n")
 }
 
-/* --- write lock, with a deadline that may pass: wrlock_slow ----------- */
+/* --- write lock: wrlock_slow; its deadline may pass (rw_wait) --------- */
+/* One CAS 0 -> WRITER|me stands for the fast path and every spin of
+ * wrlock_slow: a failed one changes nothing. */
 inline wrlock() {
 	got = 0;
 	atomic { if :: cnt == 0 && wr == 0 && !wt -> wr = me; got = 1 :: else -> skip fi };
@@ -292,31 +527,23 @@ inline wrlock() {
 		bucket_lock();
 		d_step {
 			if
-			:: cnt == 0 && wr == 0 -> wr = me; wt = (ql > 0); lend_update(); got = 1
-			:: else -> wt = 1; enq(me, 1); lend_update()
+			:: cnt == 0 && wr == 0 ->
+				/* The free branch: the code keeps WAITERS only with
+				 * someone queued and clears it without
+				 * withdraw_publishers; unreachable with it set (RW2's
+				 * check at every bucket drop; rwlock.c says why). */
+				CHECK(!wt, "violated: wrlock_slow found L free with WAITERS set\n");
+				wr = me; wt = (ql > 0); lend_update(); got = 1
+			:: else -> wt = 1; enq(me); lend_update()
 			fi
 		};
-		if
-		:: got -> bucket_unlock()
-		:: else ->
-			bucket_unlock();
-			if
-			:: park[me] == HANDED -> got = 1
-			:: timeout_ok -> timeout_ok = 0;	/* the deadline passes: rw_timedout */
-				bucket_lock();
-				if
-				:: park[me] == HANDED -> got = 1; bucket_unlock()
-				:: else ->
-					deq(me); lend_update();
-#ifndef BROKEN_RW_GRANT
-					grant_loop();
-#endif
-					bucket_unlock()
-				fi
-			fi
-		fi
+		bucket_unlock();
+		if :: !got -> rw_wait() :: else -> skip fi
 	fi;
-	if :: got -> d_step { writing = 1; CHECK(wr == me && cnt == 0, "violated: exclusion\n") } :: else -> skip fi
+	if
+	:: got -> d_step { writing = me; CHECK(wr == me && cnt == 0, "violated: exclusion\n") }
+	:: else -> CHECK(!lent[me], "violated: RW6: a writer that timed out is lent to\n")
+	fi
 }
 
 inline wrunlock() {
@@ -334,47 +561,101 @@ inline wrunlock() {
 	CHECK(!lent[me], "violated: RW6: a thread that left is lent to\n")
 }
 
-bool timeout_ok = 1;
-
 proctype writer(byte me)
 {
-	bool got, again, stop;
-	byte fw, k, t, c0, g, tk;
+	bool got, again, stop, rec, tmo;
+	byte r = 0;
 
-	wrlock();
-	if :: got -> wrunlock() :: else -> skip fi;
-	done++
+#ifndef RW_UNTIMED_WRITERS
+	if :: tmo = 1 :: tmo = 0 fi;	/* a timed call, or not */
+#endif
+	do
+	:: r < RW_WROUNDS ->
+		wrlock();
+		if :: got -> wrunlock() :: else -> skip fi;
+		r++
+	:: else -> break
+	od;
+	done++;
+gone:	skip
 }
 
 proctype reader(byte me)
 {
-	bool retracted, wflag, joined, slow, again, stop;
-	byte fw, k, t, c0, g, tk, r = 0;
+	bool retracted, wflag, got, slow, again, stop, rec, tmo;
+	byte r = 0, act = 0;
 
+#ifdef RW_TIMED_READERS
+	if :: tmo = 1 :: tmo = 0 fi;
+#endif
 	do
 	:: r < RW_ROUNDS ->
 		rdlock();
-		CHECK(wr == 0 && cnt > 0, "violated: exclusion\n");
-		rdunlock();
+		if
+		:: got ->
+			CHECK(wr == 0 && cnt > 0, "violated: exclusion\n");
+#ifdef RW_RECURSIVE
+			if
+			:: me == RREC ->
+				rdlock_rec();
+				if
+				:: got -> CHECK(wr == 0 && cnt > 1, "violated: exclusion\n"); rdunlock_rec()
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi;
+#endif
+			rdunlock()
+		:: else -> skip
+		fi;
 		r++
 	:: else -> break
 	od;
-	done++
+	done++;
+gone:	skip
 }
 
 active proctype monitor()
 {
 	timeout;
+	/* Nothing can move.  Whoever holds L must be in it (or asleep in a
+	 * recursive read): else a grant was dropped and L stays held. */
+	CHECK(cnt == RDSUM && wr == writing, "violated: lost wake-up: L held for a thread not in it\n");
+	/* A reader asleep in the queue while holding L (a recursive read). */
+	d_step {
+		gt = 0; gk = 0;
+		do
+		:: gk < ql -> if :: rd[q[gk]] > 0 -> gt = 1 :: else -> skip fi; gk++
+		:: else -> break
+		od;
+		gk = 0
+	};
+#if defined(PREFER_W) && defined(RW_ALLOW_NR_DEADLOCK)
+	if
+	:: gt -> printf("NONRECURSIVE: a recursive read waits behind a writer that waits for it (glibc's deadlock)\n");
+		stuck = 1
+	:: else ->
+#else
+	CHECK(!gt, "violated: recursive read deadlock: a reader holding L sleeps in its queue\n");
+#endif
 	CHECK(!(ql > 0 && GRANTABLE), "violated: lost wake-up: a queued waiter could be granted\n");
-	CHECK(!(lent[1] || lent[2] || lent[3]), "violated: RW6: lent to after everyone left\n");
+	CHECK(!ANYLENT, "violated: RW6: lent to after everyone left\n");
 	CHECK(done == N, "violated: hang\n")
+#if defined(PREFER_W) && defined(RW_ALLOW_NR_DEADLOCK)
+	fi
+#endif
 }
 
 init
 {
+	byte i = 1;
+
 	atomic {
-		run writer(1);
-		run reader(2);
-		run reader(3)
+		do
+		:: i <= NW -> run writer(i); i++
+		:: i > NW && i <= N -> run reader(i); i++
+		:: else -> break
+		od;
+		i = 0
 	}
 }
