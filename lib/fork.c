@@ -2,13 +2,15 @@
 /*
  * fork.c - keep the library consistent across fork().
  *
- * prepare first takes the forking thread's own apply token (no other
- * thread's sched calls on it are then in flight, so its record says what
- * the kernel has), then calls the observer's hook (with no internal lock
- * held; the interposer's statistics need none now), then takes every
- * bucket lock, then the registry's free-list lock, so that no internal
- * lock is held by a thread that will not exist in the child; the parent
- * releases them in reverse.  The child empties the wait queues and the
+ * prepare first adopts the record a waiter made for the forking thread
+ * if it has none of its own (see fork_prepare), then takes its own apply
+ * token (no other thread's sched calls on it are then in flight, so its
+ * record says what the kernel has), then calls the observer's hook (with
+ * no internal lock held; the interposer's statistics need none now),
+ * then takes every bucket lock, then the registry's free-list lock, so
+ * that no internal lock is held by a thread that will not exist in the
+ * child; the parent releases them in reverse, then sets the key of a
+ * record adopted in prepare.  The child empties the wait queues and the
  * registry (every record names a parent thread), frees the parent
  * threads' read sets, zeroes the counters and resets the TID cache;
  * then, with every internal lock free again, it restores the forking
@@ -28,12 +30,29 @@
 #include "stats.h"
 #include "waitq.h"
 
+/*
+ * A record a waiter made for the forking thread (it took its locks by
+ * the fast path) is adopted before the token is taken.  A waiter may
+ * make one after that look and before the buckets are held: then
+ * everything is let go and the thread adopts (or makes) its record and
+ * starts again, so at most twice.  Once every bucket is held no lend to
+ * it can be computed, and a record that is gone was retired with
+ * nothing of it left in the kernel.
+ */
 static void fork_prepare(void)
 {
 	(void)plk_tid();  /* the TID cached (gettid) before any internal lock is taken */
-	plk_donate_fork_prepare();
-	plk_observe_fork_prepare();
-	plk_waitq_fork_prepare();
+	for (bool retry = false;; retry = true) {
+		plk_registry_fork_adopt(retry);
+		plk_donate_fork_prepare();
+		plk_observe_fork_prepare();
+		plk_waitq_fork_prepare();
+		if (retry || !plk_registry_fork_unadopted())
+			break;
+		plk_waitq_fork_parent();
+		plk_observe_fork_parent();
+		plk_donate_fork_parent();
+	}
 	plk_registry_fork_prepare();
 }
 
@@ -43,6 +62,7 @@ static void fork_parent(void)
 	plk_waitq_fork_parent();
 	plk_observe_fork_parent();
 	plk_donate_fork_parent();
+	plk_registry_fork_key();  /* after the token is dropped: it may retire the record */
 }
 
 static void fork_child(void)

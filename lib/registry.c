@@ -15,7 +15,8 @@
  *              plk_thread_self(); published by CAS into its slot, so two
  *              threads racing to create one agree on a single record;
  *   adopted  - by its own thread in plk_thread_self(), which stores it
- *              in a pthread key;
+ *              in a pthread key, or in fork's prepare (a record a waiter
+ *              made for it: plk_registry_fork_adopt);
  *   retired  - by the key's destructor at thread exit, or by
  *              plk_thread_unlock() once a record created on behalf of a
  *              thread that never adopted it has nothing lent to it:
@@ -475,26 +476,43 @@ struct plk_thread *plk_thread_self_cached(void)
 	return tls_self;
 }
 
+/* Find (@how) the caller's record and mark it adopted; the caller sets
+ * the key.  No internal lock held.  NULL if none. */
+static struct plk_thread *adopt(int how)
+{
+	struct plk_thread *t;
+
+	plk_registry_key_init();
+	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), how)))
+		return NULL;
+	/* Adopted before the lock is dropped, so nobody retires it; the key
+	 * is set after (pthread_setspecific may allocate: I5). */
+	t->adopted = true;
+	plk_ilock_unlock(&t->lock);
+	return t;
+}
+
+/* Give up adopting @t: the key could not be set. */
+static void unadopt(struct plk_thread *t)
+{
+	plk_ilock_lock(&t->lock);
+	t->adopted = false;
+	plk_thread_unlock(t);  /* retired there unless something is lent to it */
+}
+
 struct plk_thread *plk_thread_self(void)
 {
 	struct plk_thread *t = tls_self;
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
-	plk_registry_key_init();
-	if (!key_ready || !(t = plk_thread_lock_tid((pid_t)plk_tid(), PLK_RECORD_CREATE)))
+	if (!(t = adopt(PLK_RECORD_CREATE)))
 		return NULL;
-	/* Adopted before the lock is dropped, so nobody retires it; the key
-	 * is set after (pthread_setspecific may allocate: I5). */
-	t->adopted = true;
-	plk_ilock_unlock(&t->lock);
 	if (pthread_setspecific(self_key, t) == 0) {
 		tls_self = t;
 		return t;
 	}
-	plk_ilock_lock(&t->lock);
-	t->adopted = false;
-	plk_thread_unlock(t);  /* retired there */
+	unadopt(t);
 	return NULL;
 }
 
@@ -515,6 +533,52 @@ unsigned long plk_registry_count(void)
 
 static bool fork_restore;
 static struct plk_sched_ctx fork_applied, fork_base;
+/*
+ * A thread lent to while it holds a lock it took by the fast path has
+ * only the record a waiter made for its TID.  The forking thread adopts
+ * it before any internal lock is taken, so that fork's handlers take its
+ * token and the child restores its base (docs/design.md, Fork).  Not
+ * pthread_setspecific here: it may allocate (keys past glibc's 32nd),
+ * and an allocator's own prepare handler may already hold its locks; the
+ * thread cannot exit before the parent handler sets it.  @create: make
+ * the record if there is none (the retry, once a waiter was seen to make
+ * one after the first look); else adopt only one that exists, so a
+ * process that never contended makes none.
+ */
+void plk_registry_fork_adopt(bool create)
+{
+	struct plk_thread *t;
+
+	if (tls_self || (!create && !plk_thread_find((pid_t)plk_tid())))
+		return;
+	if ((t = adopt(create ? PLK_RECORD_CREATE : PLK_RECORD_FIND)))
+		tls_self = t;  /* the key is set by plk_registry_fork_key */
+}
+
+/* Every bucket lock held: does a record of the caller's TID exist that
+ * it has not adopted?  Then a waiter made it (and may have lent through
+ * it) after plk_registry_fork_adopt looked.  No record can be made for
+ * it now: records are made under a bucket lock, or by a scheduler call
+ * on it, which lends nothing.  Lock-free loads only (I5). */
+bool plk_registry_fork_unadopted(void)
+{
+	return !tls_self && plk_thread_find((pid_t)plk_tid());
+}
+
+/* Parent, every internal lock and the token free again: set the key of
+ * a record adopted in prepare (a plain load if there is none: no TLS of
+ * its own, as static TLS is scarce for a dlopen'd library). */
+void plk_registry_fork_key(void)
+{
+	struct plk_thread *t = tls_self;
+
+	if (!t || pthread_getspecific(self_key) == t)
+		return;
+	if (pthread_setspecific(self_key, t) != 0) {
+		tls_self = NULL;
+		unadopt(t);
+	}
+}
 
 void plk_registry_fork_restore(void)
 {
@@ -584,7 +648,10 @@ void plk_registry_fork_child(void)
 	forked_tid = plk_tid();
 	tls_self = NULL;
 	free_lock.word = 0;
-	if (key_ready && me)  /* the key is set exactly while tls_self is */
+	/* The key is set while tls_self is (but for a record adopted in
+	 * prepare, whose key the parent sets: clearing an unset key
+	 * allocates nothing). */
+	if (key_ready && me)
 		pthread_setspecific(self_key, NULL);
 	if (!kept_on_fork) {
 		free_list = NULL;

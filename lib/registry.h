@@ -260,6 +260,18 @@ PLK_HIDDEN void plk_registry_fork_prepare(void);
 PLK_HIDDEN void plk_registry_fork_parent(void);
 PLK_HIDDEN void plk_registry_fork_child(void);
 
+/**
+ * plk_registry_fork_adopt - fork's prepare, before any internal lock:
+ * adopt the caller's record if a waiter made one for it (@create: make
+ * one if there is none).  plk_registry_fork_unadopted - under every
+ * bucket lock: has one been made since, unadopted?  plk_registry_fork_key
+ * - the parent, with no internal lock held: set the key of a record
+ * adopted in prepare.
+ */
+PLK_HIDDEN void plk_registry_fork_adopt(bool create);
+PLK_HIDDEN bool plk_registry_fork_unadopted(void);
+PLK_HIDDEN void plk_registry_fork_key(void);
+
 /** plk_registry_fork_restore - fork child, after every internal lock is
  * reset: give the surviving thread back its base context if it was being
  * lent to (no syscall under a lock, I5). */

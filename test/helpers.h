@@ -131,6 +131,20 @@ static inline void burn_ns(uint64_t ns)
 	ok_ || (cond);                                                   \
 })
 
+/* The test lends nice across two CPUs: it needs both, and the right. */
+static inline void require_nice_lending(void)
+{
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
+	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
+}
+
+/* A lent-to thread's fork child, which exits 0 if the kernel's view of
+ * it is that thread's base, did. */
+#define assert_fork_child_at_base(status)                                                   \
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,                        \
+	              "the fork child is not at its thread's base (status %#x)", (status))
+
 /* Is thread @tid asleep ('S' in /proc/self/task/<tid>/stat)? */
 static inline bool thread_sleeping(pid_t tid)
 {

@@ -539,70 +539,102 @@ END_TEST
  * anyone there waits for, so its one thread runs at that thread's base
  * in the kernel's view (restored from what the thread's record said at
  * the fork: a fork child finds no record of the parent's), while the
- * parent's thread stays lent to until its unlock.  The holder first
- * waited for the lock, so its record is its own (adopted).
+ * parent's thread stays lent to until its unlock, and is back at its
+ * base after it.
  */
-static proxylock_mutex_t fr_lock = PROXYLOCK_MUTEX_INITIALIZER;
-static int fr_holding, fr_done, fr_child_status = -1;
-static pid_t fr_holder_tid;
-static bool fr_was_lent;
+struct lent_fork {
+	proxylock_mutex_t lock;
+	bool fast;                /* the holder takes it by the fast path */
+	pid_t holder_tid;
+	int holding, child_status;
+	bool was_lent, restored;
+};
 
-static void *fr_holder(void *arg)
+static void *lent_fork_holder(void *arg)
 {
+	struct lent_fork *lf = arg;
 	struct kview base, lent;
 	pid_t pid;
 
-	(void)arg;
 	pin_self(1);
 	set_nice_self(19);
 	base = kview_of(0);
-	__atomic_store_n(&fr_holder_tid, gettid_(), __ATOMIC_RELEASE);
-	proxylock_mutex_lock(&fr_lock);  /* waits: main holds it */
-	__atomic_store_n(&fr_holding, 1, __ATOMIC_RELEASE);
-	fr_was_lent = eventually((lent = kview_of(0), lent.nice == 0 && affinity_is(0, 0, -1)), 2000);
+	__atomic_store_n(&lf->holder_tid, gettid_(), __ATOMIC_RELEASE);
+	if (lf->fast)
+		ck_assert_int_eq(proxylock_mutex_trylock(&lf->lock), 0);  /* no record */
+	else
+		proxylock_mutex_lock(&lf->lock);  /* waits: main holds it */
+	__atomic_store_n(&lf->holding, 1, __ATOMIC_RELEASE);
+	lf->was_lent = eventually((lent = kview_of(0), lent.nice == 0 && affinity_is(0, 0, -1)), 2000);
 	pid = fork();
 	if (pid == 0) {
 		struct kview v = kview_of(0);
 
 		_exit(kview_equal(&v, &base) ? 0 : 1);
 	}
-	if (pid > 0 && waitpid(pid, &fr_child_status, 0) != pid)
-		fr_child_status = -1;
+	if (pid > 0 && waitpid(pid, &lf->child_status, 0) != pid)
+		lf->child_status = -1;
 	lent = kview_of(0);
-	fr_was_lent = fr_was_lent && lent.nice == 0 && affinity_is(0, 0, -1);
-	proxylock_mutex_unlock(&fr_lock);
-	__atomic_store_n(&fr_done, 1, __ATOMIC_RELEASE);
+	lf->was_lent = lf->was_lent && lent.nice == 0 && affinity_is(0, 0, -1);
+	proxylock_mutex_unlock(&lf->lock);
+	lent = kview_of(0);
+	lf->restored = kview_equal(&lent, &base);
 	return NULL;
 }
 
-static void *fr_waiter(void *arg)
+/* Waits for the lock from CPU 0, then lets it go. */
+static void *lent_fork_waiter(void *arg)
 {
-	(void)arg;
+	struct lent_fork *lf = arg;
+
 	pin_self(0);
-	proxylock_mutex_lock(&fr_lock);
-	proxylock_mutex_unlock(&fr_lock);
+	proxylock_mutex_lock(&lf->lock);
+	proxylock_mutex_unlock(&lf->lock);
 	return NULL;
 }
 
-START_TEST(a_lent_to_thread_that_forks_leaves_its_child_at_its_base)
+static void lent_fork_run(bool fast)
 {
+	static struct lent_fork lf;
 	pthread_t h, w;
 
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
-	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
-	ck_assert_int_eq(proxylock_mutex_lock(&fr_lock), 0);
-	pthread_create(&h, NULL, fr_holder, NULL);
-	ck_assert(eventually(__atomic_load_n(&fr_holder_tid, __ATOMIC_ACQUIRE) &&
-	                     thread_sleeping(fr_holder_tid), 2000));
-	ck_assert_int_eq(proxylock_mutex_unlock(&fr_lock), 0);
-	ck_assert(eventually(__atomic_load_n(&fr_holding, __ATOMIC_ACQUIRE), 2000));
-	pthread_create(&w, NULL, fr_waiter, NULL);
+	require_nice_lending();
+	memset(&lf, 0, sizeof(lf));
+	lf.fast = fast;
+	lf.child_status = -1;
+	if (!fast)
+		ck_assert_int_eq(proxylock_mutex_lock(&lf.lock), 0);
+	pthread_create(&h, NULL, lent_fork_holder, &lf);
+	if (!fast) {
+		ck_assert(eventually(__atomic_load_n(&lf.holder_tid, __ATOMIC_ACQUIRE) &&
+		                     thread_sleeping(lf.holder_tid), 2000));
+		ck_assert_int_eq(proxylock_mutex_unlock(&lf.lock), 0);
+	}
+	ck_assert(eventually(__atomic_load_n(&lf.holding, __ATOMIC_ACQUIRE), 2000));
+	pthread_create(&w, NULL, lent_fork_waiter, &lf);
 	pthread_join(h, NULL);
 	pthread_join(w, NULL);
-	ck_assert_msg(fr_was_lent, "the holder was not lent to across its fork");
-	ck_assert_msg(WIFEXITED(fr_child_status) && WEXITSTATUS(fr_child_status) == 0,
-	              "the fork child is not at its thread's base (status %#x)", fr_child_status);
+	ck_assert_msg(lf.was_lent, "the holder was not lent to across its fork");
+	assert_fork_child_at_base(lf.child_status);
+	ck_assert_msg(lf.restored, "the holder is not back at its base after its unlock");
+}
+
+/* The holder first waited for the lock, so its record is its own (adopted). */
+START_TEST(a_lent_to_thread_that_forks_leaves_its_child_at_its_base)
+{
+	lent_fork_run(false);
+}
+END_TEST
+
+/*
+ * The holder took the lock by the fast path and never waited, so the
+ * only record of it is the one its waiter made for its TID (not
+ * adopted).  Fork's handlers looked only at an adopted record, so the
+ * child kept the lent context (nice 0, the waiter's CPU).
+ */
+START_TEST(a_fast_path_holder_lent_to_through_a_waiters_record_forks_a_child_at_its_base)
+{
+	lent_fork_run(true);
 }
 END_TEST
 
@@ -822,6 +854,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
 	tcase_add_test(tc, a_lent_to_thread_that_forks_leaves_its_child_at_its_base);
+	tcase_add_test(tc, a_fast_path_holder_lent_to_through_a_waiters_record_forks_a_child_at_its_base);
 	tcase_add_test(tc, a_grandchild_still_owns_locks_its_thread_held_before_the_first_fork);
 	tcase_add_test(tc, errorcheck_never_reports_edeadlk_for_a_cycle_that_never_existed);
 	tcase_add_test(tc, two_threads_closing_an_abba_cycle_at_once_never_both_sleep);

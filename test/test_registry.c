@@ -6,6 +6,7 @@
  */
 #include "helpers.h"
 #include "donate.h"
+#include "observe.h"
 #include "rdset.h"
 #include "registry.h"
 
@@ -252,6 +253,92 @@ START_TEST(a_fork_child_finds_no_parent_thread_among_records_or_readers)
 }
 END_TEST
 
+/*
+ * The window fork's prepare must close: the forking thread holds a lock
+ * it took by the fast path, so it has no record when prepare first
+ * looks; a waiter then makes one for its TID and lends through it before
+ * prepare holds the buckets (the observer's fork hook runs in between:
+ * it lets the waiter in and waits until the kernel shows the lend).  The
+ * child still runs at the thread's base in the kernel's view: prepare
+ * saw the record under the buckets, let go, adopted it and took its
+ * token.
+ */
+static struct {
+	proxylock_mutex_t lock;
+	pid_t forker;
+	int go, calls, child_status;
+	bool lent_in_window, adopted, restored;
+} fw = { .lock = PROXYLOCK_MUTEX_INITIALIZER };
+
+static void fw_prepare(void)
+{
+	struct kview v;
+
+	if (gettid_() != fw.forker || fw.calls++ > 0)
+		return;
+	__atomic_store_n(&fw.go, 1, __ATOMIC_RELEASE);
+	fw.lent_in_window = plk_thread_self_cached() == NULL &&
+	                    eventually((v = kview_of(0), v.nice == 0 && affinity_is(0, 0, -1)), 2000);
+}
+
+static const struct plk_observer_ops fw_ops = { .fork_prepare = fw_prepare };
+
+static void *fw_waiter(void *arg)
+{
+	(void)arg;
+	pin_self(0);
+	while (!__atomic_load_n(&fw.go, __ATOMIC_ACQUIRE))
+		usleep(100);
+	proxylock_mutex_lock(&fw.lock);
+	proxylock_mutex_unlock(&fw.lock);
+	return NULL;
+}
+
+static void *fw_holder(void *arg)
+{
+	struct kview base, now;
+	pid_t pid;
+
+	(void)arg;
+	pin_self(1);
+	set_nice_self(19);
+	base = kview_of(0);
+	ck_assert_int_eq(proxylock_mutex_trylock(&fw.lock), 0);  /* fast path: no record */
+	fw.forker = gettid_();
+	plk_observers_install(&fw_ops);
+	pid = fork();
+	if (pid == 0) {
+		now = kview_of(0);
+		_exit(kview_equal(&now, &base) ? 0 : 1);
+	}
+	plk_observers_install(NULL);
+	if (pid > 0 && waitpid(pid, &fw.child_status, 0) != pid)
+		fw.child_status = -1;
+	fw.adopted = plk_thread_self_cached() &&
+	             plk_thread_self_cached() == plk_thread_find(gettid_());
+	proxylock_mutex_unlock(&fw.lock);
+	now = kview_of(0);
+	fw.restored = kview_equal(&now, &base);
+	return NULL;
+}
+
+START_TEST(a_record_made_for_the_forking_thread_during_prepare_still_restores_its_child)
+{
+	pthread_t h, w;
+
+	require_nice_lending();
+	fw.child_status = -1;
+	pthread_create(&w, NULL, fw_waiter, NULL);
+	pthread_create(&h, NULL, fw_holder, NULL);
+	pthread_join(h, NULL);
+	pthread_join(w, NULL);
+	ck_assert_msg(fw.lent_in_window, "no lend landed between prepare's look and its buckets");
+	assert_fork_child_at_base(fw.child_status);
+	ck_assert_msg(fw.adopted, "the forking thread did not adopt the record made for it");
+	ck_assert_msg(fw.restored, "the holder is not back at its base after its unlock");
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -262,6 +349,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, a_record_created_for_a_fast_path_owner_is_adopted_and_reclaimed);
 	tcase_add_test(tc, a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive_it);
 	tcase_add_test(tc, a_fork_child_finds_no_parent_thread_among_records_or_readers);
+	tcase_add_test(tc, a_record_made_for_the_forking_thread_during_prepare_still_restores_its_child);
 	suite_add_tcase(s, tc);
 	return s;
 }
