@@ -9,7 +9,7 @@
 # the interposer's rwlocks, not glibc's, were in the way and still gave
 # the right answers.  Whether readers and a writer meet is up to the
 # scheduler (on a busy machine, now and then not at all): each order gets
-# up to ATTEMPTS runs (default 3) to show contention, and every run must
+# up to ATTEMPTS runs (default 5) to show contention, and every run must
 # give the native results.
 #   usage: [ATTEMPTS=n] rw-real.sh PRELOAD.so ALLOCATOR.so|- WORKLOAD [ARG...]
 # Exits 77 (skip) if ALLOCATOR is not there or WORKLOAD does (its program
@@ -68,7 +68,7 @@ while IFS= read -r order; do
 		n=$((n + 1)) i=$((i + 1))
 		attempt "$order" $n "$@"
 		rc=$?
-		[ $rc -eq 2 ] && [ $i -lt "${ATTEMPTS:-3}" ] &&
+		[ $rc -eq 2 ] && [ $i -lt "${ATTEMPTS:-5}" ] &&
 			{ echo "run $i: $why; again"; continue; }
 		break
 	done
