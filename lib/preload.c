@@ -915,7 +915,18 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 	} else if (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw)) {
 		err = 0;
 	} else {
-		contended = true;
+		/* A writer's CAS from 0 failed: someone holds or waits.  A
+		 * reader also leaves the fast path with nobody in its way,
+		 * at its thread's first rdlock (no read set yet) and with
+		 * every slot of its read set taken by other rwlocks: that is
+		 * no contention unless the word shows a writer or waiters
+		 * (relaxed: a peek for a count, it orders nothing). */
+		struct plk_rdset *s = plk_tls_rdset;
+		bool no_slot = !s || (plk_rdset_find(s, (uintptr_t)rw) < 0 && plk_rdset_full(s));
+
+		contended = write || !no_slot ||
+		            (__atomic_load_n(&rw->__word, __ATOMIC_RELAXED) &
+		             (PLK_RW_WRITER | PLK_RW_WAITERS));
 		t0 = plk_now_ns();
 		err = rw_lock_slow(rw, write, op, clock, abstime);
 	}

@@ -86,6 +86,13 @@ static inline int plk_rdset_free_slot(struct plk_rdset *s)
 	return (int)s->nused++;
 }
 
+/** plk_rdset_full - whether every slot of @s holds an rwlock (no free
+ * slot, none to add: plk_rdset_free_slot would give -1), changing nothing. */
+static inline bool plk_rdset_full(const struct plk_rdset *s)
+{
+	return s->nused == PLK_RD_SLOTS && plk_rdset_find(s, 0) < 0;
+}
+
 /** plk_rdset_put - the owner frees slot @i of @s (relaxed: the caller's
  * release on the lock word orders it). */
 static inline void plk_rdset_put(struct plk_rdset *s, int i)

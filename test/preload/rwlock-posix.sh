@@ -3,9 +3,14 @@
 # and on): rwlock_posix must pass each time and print the same results
 # ("info:" lines, the raw codes of calls POSIX leaves undefined, are
 # shown but not compared; see rwlock_posix.c).
-#   usage: rwlock-posix.sh PRELOAD.so RWLOCK_POSIX
+#   usage: rwlock-posix.sh PRELOAD RWLOCK_POSIX
+# PRELOAD is LD_PRELOAD's value: the interposer, or it and jemalloc in
+# either order (skips, exit 77, if one of them is not installed).
 set -u
 so=$1 prog=$2
+for f in $so; do
+	[ -e "$f" ] || { echo "SKIP: $f is not installed"; exit 77; }
+done
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$prog" >"$d/native" 2>&1 || { cat "$d/native"; echo "FAIL: natively" >&2; exit 1; }
