@@ -99,8 +99,9 @@ static struct lockstat **levels[LEVELS];
  * row (no memory, or 2M rows out). */
 static struct lockstat *slabs[SLABS];
 static unsigned long rows_claimed, rows_lost;
-/* The kernel does not know MADV_WIPEONFORK (before Linux 4.14): a fork
- * child zeroes the rows and the index by hand.  Written once, when
+/* The kernel does not do MADV_WIPEONFORK (before Linux 4.14, or no
+ * madvise at all: registry.c): a fork child zeroes the rows and the
+ * index by hand.  Written once, when
  * counting starts. */
 static bool rows_kept_on_fork;
 /* A row this thread claimed for a lock another thread added first: never
@@ -129,15 +130,16 @@ static unsigned long addr_hash(const void *addr)
 
 /* A fresh zero mapping of @bytes for rows or index slots, marked
  * MADV_WIPEONFORK (see the top); MAP_FAILED if none.  A kernel that does
- * not know the advice (EINVAL) leaves the reset to the child
- * (rows_kept_on_fork); one that knows it but cannot apply it now (no
- * memory for the change) gives no mapping: a fork child would find its
- * rows. */
+ * not do the advice (EINVAL, or ENOSYS or EPERM for madvise itself)
+ * leaves the reset to the child (rows_kept_on_fork); one that does but
+ * cannot apply it now (ENOMEM, EAGAIN) gives no mapping: a fork child
+ * would find its rows. */
 static void *stat_map(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	if (p != MAP_FAILED && madvise(p, bytes, MADV_WIPEONFORK) != 0 && errno != EINVAL) {
+	if (p != MAP_FAILED && madvise(p, bytes, MADV_WIPEONFORK) != 0 &&
+	    (errno == ENOMEM || errno == EAGAIN)) {
 		munmap(p, bytes);
 		return MAP_FAILED;
 	}
@@ -799,8 +801,8 @@ void plk_lockstat_enable(void)
 	/* The first level and slab now, while memory is there: a program
 	 * that caps its address space later still has its first locks
 	 * counted. */
-	/* Does the kernel know MADV_WIPEONFORK?  A zero-length request
-	 * says so (EINVAL if not) and changes nothing. */
+	/* Does the kernel do MADV_WIPEONFORK?  A zero-length request
+	 * says so (EINVAL, ENOSYS or EPERM if not) and changes nothing. */
 	rows_kept_on_fork = madvise(NULL, 0, MADV_WIPEONFORK) != 0;
 	(void)level(0, true);
 	slabs[0] = stat_map(SLAB_ROWS * sizeof(struct lockstat));

@@ -56,20 +56,23 @@ __thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
 static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-exec")));
 
 static struct plk_thread **pages[NPAGES];
-/* The kernel does not know MADV_WIPEONFORK (before Linux 4.14): a fork
- * child empties the table and retires the records by hand.  Set before
+/* The kernel does not do MADV_WIPEONFORK (before Linux 4.14 it says
+ * EINVAL; without CONFIG_ADVISE_SYSCALLS, or under a seccomp filter, madvise
+ * says ENOSYS or EPERM): a fork child empties the table and retires the
+ * records by hand.  Set before
  * the page or slab the kernel refused is published (the page by its
  * release CAS, the slab under free_lock, which fork's prepare takes). */
 static bool kept_on_fork;
 
 /* Mark the fresh mapping @p of @bytes MADV_WIPEONFORK.  False if the
- * kernel knows the advice but could not apply it (no memory): the caller
- * gives the mapping back, as a child would find what it holds. */
+ * kernel knows the advice but could not apply it (ENOMEM, EAGAIN): the
+ * caller gives the mapping back, as a child would find what it holds.
+ * Any other refusal is a kernel that does not do it (kept_on_fork). */
 static bool wipe_on_fork(void *p, size_t bytes)
 {
 	if (madvise(p, bytes, MADV_WIPEONFORK) == 0)
 		return true;
-	if (errno != EINVAL)
+	if (errno == ENOMEM || errno == EAGAIN)
 		return false;
 	__atomic_store_n(&kept_on_fork, true, __ATOMIC_RELAXED);  /* ordered by the publication */
 	return true;
