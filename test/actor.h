@@ -3,14 +3,24 @@
  * actor.h - a test thread driven by commands, so a test can read like a
  * scenario: "holder locks L1; waiter blocks on L1; holder unlocks".
  * Each actor sets its own base context (nice, CPU) when it starts and
- * records the kernel's view of itself right after every command.
+ * records the kernel's view of itself right after every command.  It
+ * speaks mutexes (ACT_LOCK...) and rwlocks (ACT_RDLOCK...); the command's
+ * argument is the lock.
  */
 #ifndef PLK_TEST_ACTOR_H
 #define PLK_TEST_ACTOR_H
 
+#include <stddef.h>
+
 #include "helpers.h"
 
-enum actor_cmd { ACT_NONE, ACT_LOCK, ACT_TIMEDLOCK, ACT_UNLOCK, ACT_EXIT, ACT_QUIT };
+_Static_assert(offsetof(proxylock_mutex_t, __word) == 0 &&
+               offsetof(proxylock_rwlock_t, __word) == 0,
+               "actor_wait prints the word at the start of either lock");
+
+enum actor_cmd { ACT_NONE, ACT_LOCK, ACT_TIMEDLOCK, ACT_UNLOCK, ACT_RDLOCK, ACT_WRLOCK,
+                 ACT_TIMEDRDLOCK, ACT_TIMEDWRLOCK, ACT_TRYRDLOCK, ACT_RWUNLOCK, ACT_EXIT,
+                 ACT_QUIT };
 
 struct actor {
 	pthread_t th;
@@ -22,8 +32,8 @@ struct actor {
 	struct kview base;    /* kernel view once the base is set */
 	struct kview after;   /* kernel view right after the last command */
 	int cmd, done, rc, entered;
-	proxylock_mutex_t *arg;
-	long timeout_ns;
+	void *arg;            /* a proxylock_mutex_t or proxylock_rwlock_t */
+	long timeout_ns;      /* for the timed commands */
 };
 
 static void *actor_main(void *p)
@@ -53,6 +63,7 @@ static void *actor_main(void *p)
 	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
 	for (;;) {
 		int cmd;
+		struct timespec dl;
 
 		while ((cmd = __atomic_load_n(&a->cmd, __ATOMIC_ACQUIRE)) == ACT_NONE)
 			usleep(100);
@@ -61,14 +72,32 @@ static void *actor_main(void *p)
 		case ACT_LOCK:
 			a->rc = proxylock_mutex_lock(a->arg);
 			break;
-		case ACT_TIMEDLOCK: {
-			struct timespec dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
-
+		case ACT_TIMEDLOCK:
+			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
 			a->rc = proxylock_mutex_clocklock(a->arg, CLOCK_MONOTONIC, &dl);
 			break;
-		}
 		case ACT_UNLOCK:
 			a->rc = proxylock_mutex_unlock(a->arg);
+			break;
+		case ACT_RDLOCK:
+			a->rc = proxylock_rwlock_rdlock(a->arg);
+			break;
+		case ACT_WRLOCK:
+			a->rc = proxylock_rwlock_wrlock(a->arg);
+			break;
+		case ACT_TIMEDRDLOCK:
+			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
+			a->rc = proxylock_rwlock_clockrdlock(a->arg, CLOCK_MONOTONIC, &dl);
+			break;
+		case ACT_TIMEDWRLOCK:
+			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
+			a->rc = proxylock_rwlock_clockwrlock(a->arg, CLOCK_MONOTONIC, &dl);
+			break;
+		case ACT_TRYRDLOCK:
+			a->rc = proxylock_rwlock_tryrdlock(a->arg);
+			break;
+		case ACT_RWUNLOCK:
+			a->rc = proxylock_rwlock_unlock(a->arg);
 			break;
 		case ACT_EXIT:
 			return NULL;  /* leave, whatever we hold */
@@ -109,29 +138,32 @@ static inline void actor_start_uclamp(struct actor *a, int umin, int umax)
 }
 
 /* Post a command; returns at once (the command may block). */
-static inline void actor_post(struct actor *a, int cmd, proxylock_mutex_t *m)
+static inline void actor_post(struct actor *a, int cmd, void *lock)
 {
-	a->arg = m;
+	a->arg = lock;
 	__atomic_store_n(&a->entered, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->cmd, cmd, __ATOMIC_RELEASE);
 }
 
-/* Wait up to 5 s for the last command to finish; returns its rc. */
+/*
+ * Wait up to 5 s for the last command to finish; returns its rc.  Both
+ * lock types keep their word first (__word), which a stuck one prints.
+ */
 static inline int actor_wait(struct actor *a)
 {
 	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
 	              "actor %d stuck in command %d (entered %d, sleeping %d), lock word %#x",
 	              a->tid, __atomic_load_n(&a->cmd, __ATOMIC_RELAXED),
 	              __atomic_load_n(&a->entered, __ATOMIC_RELAXED), thread_sleeping(a->tid),
-	              a->arg ? __atomic_load_n(&a->arg->__word, __ATOMIC_RELAXED) : 0);
+	              a->arg ? __atomic_load_n((uint32_t *)a->arg, __ATOMIC_RELAXED) : 0);
 	return a->rc;
 }
 
 /* Run a command that must not block, and check its result. */
-static inline void actor_do(struct actor *a, int cmd, proxylock_mutex_t *m, int want)
+static inline void actor_do(struct actor *a, int cmd, void *lock, int want)
 {
-	actor_post(a, cmd, m);
+	actor_post(a, cmd, lock);
 	ck_assert_int_eq(actor_wait(a), want);
 }
 
@@ -149,11 +181,11 @@ static inline uint64_t sleeps_so_far(void)
  * lent its context, so "asleep" alone (which a thread also is inside,
  * say, a sanitizer's runtime) is not taken as proof.
  */
-static inline void actor_block_on(struct actor *a, int cmd, proxylock_mutex_t *m)
+static inline void actor_block_on(struct actor *a, int cmd, void *lock)
 {
 	uint64_t before = sleeps_so_far();
 
-	actor_post(a, cmd, m);
+	actor_post(a, cmd, lock);
 	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
 	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
 	              "actor %d did not block", a->tid);

@@ -7,130 +7,7 @@
  * sched_getaffinity), never the library's bookkeeping.  Donation tests
  * need 2 CPUs and the privilege to lower nice (root).
  */
-#include "helpers.h"
-
-/* --- a driven thread, as actor.h's, speaking rwlock ------------------- */
-
-enum { RW_NONE, RW_RD, RW_WR, RW_TIMEDRD, RW_TIMEDWR, RW_TRYRD, RW_UNLOCK, RW_MLOCK,
-       RW_MUNLOCK, RW_EXIT, RW_QUIT };
-
-struct rwa {
-	pthread_t th;
-	pid_t tid;
-	int nice, cpu;
-	struct kview base, after;
-	int cmd, done, rc;
-	void *arg;
-	long timeout_ns;
-};
-
-static void *rwa_main(void *p)
-{
-	struct rwa *a = p;
-
-	a->tid = gettid_();
-	if (a->cpu >= 0)
-		pin_self(a->cpu);
-	set_nice_self(a->nice);
-	a->base = kview_of(0);
-	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
-	for (;;) {
-		int cmd;
-		struct timespec dl;
-
-		while ((cmd = __atomic_load_n(&a->cmd, __ATOMIC_ACQUIRE)) == RW_NONE)
-			usleep(100);
-		switch (cmd) {
-		case RW_RD:
-			a->rc = proxylock_rwlock_rdlock(a->arg);
-			break;
-		case RW_WR:
-			a->rc = proxylock_rwlock_wrlock(a->arg);
-			break;
-		case RW_TIMEDRD:
-			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
-			a->rc = proxylock_rwlock_clockrdlock(a->arg, CLOCK_MONOTONIC, &dl);
-			break;
-		case RW_TIMEDWR:
-			dl = abstime_in(CLOCK_MONOTONIC, a->timeout_ns);
-			a->rc = proxylock_rwlock_clockwrlock(a->arg, CLOCK_MONOTONIC, &dl);
-			break;
-		case RW_TRYRD:
-			a->rc = proxylock_rwlock_tryrdlock(a->arg);
-			break;
-		case RW_UNLOCK:
-			a->rc = proxylock_rwlock_unlock(a->arg);
-			break;
-		case RW_MLOCK:
-			a->rc = proxylock_mutex_lock(a->arg);
-			break;
-		case RW_MUNLOCK:
-			a->rc = proxylock_mutex_unlock(a->arg);
-			break;
-		case RW_EXIT:
-		case RW_QUIT:
-			return NULL;
-		}
-		a->after = kview_of(0);
-		__atomic_store_n(&a->cmd, RW_NONE, __ATOMIC_RELAXED);
-		__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
-	}
-}
-
-static void rwa_start(struct rwa *a, int nice, int cpu)
-{
-	memset(a, 0, sizeof(*a));
-	a->nice = nice;
-	a->cpu = cpu;
-	ck_assert_int_eq(pthread_create(&a->th, NULL, rwa_main, a), 0);
-	while (!__atomic_load_n(&a->done, __ATOMIC_ACQUIRE))
-		usleep(100);
-}
-
-static void rwa_post(struct rwa *a, int cmd, void *arg)
-{
-	a->arg = arg;
-	__atomic_store_n(&a->done, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&a->cmd, cmd, __ATOMIC_RELEASE);
-}
-
-static int rwa_wait(struct rwa *a)
-{
-	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
-	              "thread %d stuck in command %d", a->tid, a->cmd);
-	return a->rc;
-}
-
-static void rwa_do(struct rwa *a, int cmd, void *arg, int want)
-{
-	rwa_post(a, cmd, arg);
-	ck_assert_int_eq(rwa_wait(a), want);
-}
-
-static uint64_t sleeps_so_far(void)
-{
-	struct proxylock_stats st;
-
-	proxylock_stats_get(&st);
-	return st.sleeps;
-}
-
-/* Post a lock that blocks; return once the thread sleeps queued in it. */
-static void rwa_block(struct rwa *a, int cmd, void *arg)
-{
-	uint64_t before = sleeps_so_far();
-
-	rwa_post(a, cmd, arg);
-	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
-	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
-	              "thread %d did not block", a->tid);
-}
-
-static void rwa_quit(struct rwa *a)
-{
-	rwa_post(a, RW_QUIT, NULL);
-	pthread_join(a->th, NULL);
-}
+#include "rwscenario.h"
 
 static void require_two_cpus_and_nice(void)
 {
@@ -148,7 +25,7 @@ static bool lent_to(pid_t tid)
 }
 
 /* Is thread @a exactly at its base, in the kernel's view? */
-static bool at_base(struct rwa *a)
+static bool at_base(struct actor *a)
 {
 	struct kview v = kview_of(a->tid);
 
@@ -175,68 +52,68 @@ static int trywr_elsewhere(proxylock_rwlock_t *rw)
 START_TEST(readers_share_and_a_writer_excludes_everyone)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa a, b;
+	struct actor a, b;
 
-	rwa_start(&a, 0, -1);
-	rwa_start(&b, 0, -1);
-	rwa_do(&a, RW_RD, &rw, 0);
-	rwa_do(&b, RW_RD, &rw, 0);               /* readers share */
+	actor_start(&a, 0, -1);
+	actor_start(&b, 0, -1);
+	actor_do(&a, ACT_RDLOCK, &rw, 0);
+	actor_do(&b, ACT_RDLOCK, &rw, 0);               /* readers share */
 	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EBUSY);
-	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	actor_do(&a, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), EBUSY);  /* b still reads */
-	rwa_do(&b, RW_UNLOCK, &rw, 0);
+	actor_do(&b, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_int_eq(proxylock_rwlock_trywrlock(&rw), 0);
-	rwa_do(&a, RW_TRYRD, &rw, EBUSY);        /* the writer excludes readers */
+	actor_do(&a, ACT_TRYRDLOCK, &rw, EBUSY);        /* the writer excludes readers */
 	ck_assert_int_eq(trywr_elsewhere(&rw), EBUSY);  /* and writers */
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&a);
-	rwa_quit(&b);
+	actor_quit(&a);
+	actor_quit(&b);
 }
 END_TEST
 
 START_TEST(a_blocked_writer_gets_the_lock_when_the_last_reader_leaves)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r1, r2, w;
+	struct actor r1, r2, w;
 
-	rwa_start(&r1, 0, -1);
-	rwa_start(&r2, 0, -1);
-	rwa_start(&w, 0, -1);
-	rwa_do(&r1, RW_RD, &rw, 0);
-	rwa_do(&r2, RW_RD, &rw, 0);
-	rwa_block(&w, RW_WR, &rw);
-	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	actor_start(&r1, 0, -1);
+	actor_start(&r2, 0, -1);
+	actor_start(&w, 0, -1);
+	actor_do(&r1, ACT_RDLOCK, &rw, 0);
+	actor_do(&r2, ACT_RDLOCK, &rw, 0);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	actor_do(&r1, ACT_RWUNLOCK, &rw, 0);
 	usleep(20000);
 	ck_assert(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));  /* r2 still reads */
-	rwa_do(&r2, RW_UNLOCK, &rw, 0);
-	ck_assert_int_eq(rwa_wait(&w), 0);
-	rwa_do(&r1, RW_TRYRD, &rw, EBUSY);
-	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	actor_do(&r2, ACT_RWUNLOCK, &rw, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&r1, ACT_TRYRDLOCK, &rw, EBUSY);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&r1);
-	rwa_quit(&r2);
-	rwa_quit(&w);
+	actor_quit(&r1);
+	actor_quit(&r2);
+	actor_quit(&w);
 }
 END_TEST
 
 START_TEST(blocked_readers_all_enter_together_when_the_writer_leaves)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r[3];
+	struct actor r[3];
 
 	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
 	for (int i = 0; i < 3; i++) {
-		rwa_start(&r[i], 0, -1);
-		rwa_block(&r[i], RW_RD, &rw);
+		actor_start(&r[i], 0, -1);
+		actor_block_on(&r[i], ACT_RDLOCK, &rw);
 	}
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(rwa_wait(&r[i]), 0);
+		ck_assert_int_eq(actor_wait(&r[i]), 0);
 	ck_assert_uint_eq(rw.__word, 3);  /* three read holds, nobody queued */
 	for (int i = 0; i < 3; i++) {
-		rwa_do(&r[i], RW_UNLOCK, &rw, 0);
-		rwa_quit(&r[i]);
+		actor_do(&r[i], ACT_RWUNLOCK, &rw, 0);
+		actor_quit(&r[i]);
 	}
 	ck_assert_uint_eq(rw.__word, 0);
 }
@@ -246,11 +123,11 @@ START_TEST(timed_locks_time_out_and_refuse_bad_deadlines_and_clocks)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct timespec bad = { .tv_sec = 0, .tv_nsec = 1000000000L }, past = { 0, 0 };
-	struct rwa a;
+	struct actor a;
 	uint64_t t0;
 
-	rwa_start(&a, 0, -1);
-	rwa_do(&a, RW_RD, &rw, 0);
+	actor_start(&a, 0, -1);
+	actor_do(&a, ACT_RDLOCK, &rw, 0);
 	/* Could be taken at once: the deadline is not looked at. */
 	ck_assert_int_eq(proxylock_rwlock_timedrdlock(&rw, &bad), 0);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
@@ -265,15 +142,15 @@ START_TEST(timed_locks_time_out_and_refuse_bad_deadlines_and_clocks)
 
 	ck_assert_int_eq(proxylock_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
 	ck_assert_uint_ge(mono_ns() - t0, 50000000);
-	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	actor_do(&a, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_uint_eq(rw.__word, 0);  /* the timed-out writer left no bit behind */
 	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
 	dl = abstime_in(CLOCK_REALTIME, 30000000);
 	a.timeout_ns = 30000000;
-	rwa_do(&a, RW_TIMEDRD, &rw, ETIMEDOUT);
+	actor_do(&a, ACT_TIMEDRDLOCK, &rw, ETIMEDOUT);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&a);
+	actor_quit(&a);
 }
 END_TEST
 
@@ -332,21 +209,21 @@ END_TEST
 START_TEST(unlock_by_a_thread_that_holds_nothing_is_eperm_and_changes_nothing)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa a;
+	struct actor a;
 
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* free */
-	rwa_start(&a, 0, -1);
-	rwa_do(&a, RW_RD, &rw, 0);
+	actor_start(&a, 0, -1);
+	actor_do(&a, ACT_RDLOCK, &rw, 0);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's read hold */
 	ck_assert_uint_eq(rw.__word, 1);
-	rwa_do(&a, RW_UNLOCK, &rw, 0);
-	rwa_do(&a, RW_UNLOCK, &rw, EPERM);                      /* once too often */
-	rwa_do(&a, RW_WR, &rw, 0);
+	actor_do(&a, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&a, ACT_RWUNLOCK, &rw, EPERM);                      /* once too often */
+	actor_do(&a, ACT_WRLOCK, &rw, 0);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's write hold */
 	ck_assert_uint_ne(rw.__word, 0);
-	rwa_do(&a, RW_UNLOCK, &rw, 0);
+	actor_do(&a, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&a);
+	actor_quit(&a);
 }
 END_TEST
 
@@ -409,29 +286,29 @@ static void preference_scenario(int kind, int want_new_reader)
 {
 	proxylock_rwlockattr_t at;
 	proxylock_rwlock_t rw;
-	struct rwa r, w, n;
+	struct actor r, w, n;
 
 	proxylock_rwlockattr_init(&at);
 	proxylock_rwlockattr_setkind(&at, kind);
 	proxylock_rwlock_init(&rw, &at);
-	rwa_start(&r, 0, -1);
-	rwa_start(&w, 0, -1);
-	rwa_start(&n, 0, -1);
-	rwa_do(&r, RW_RD, &rw, 0);
-	rwa_block(&w, RW_WR, &rw);
-	rwa_do(&n, RW_TRYRD, &rw, want_new_reader);
+	actor_start(&r, 0, -1);
+	actor_start(&w, 0, -1);
+	actor_start(&n, 0, -1);
+	actor_do(&r, ACT_RDLOCK, &rw, 0);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	actor_do(&n, ACT_TRYRDLOCK, &rw, want_new_reader);
 	if (want_new_reader == 0) {
-		rwa_do(&r, RW_RD, &rw, 0);   /* recursive: never behind the writer */
-		rwa_do(&r, RW_UNLOCK, &rw, 0);
-		rwa_do(&n, RW_UNLOCK, &rw, 0);
+		actor_do(&r, ACT_RDLOCK, &rw, 0);   /* recursive: never behind the writer */
+		actor_do(&r, ACT_RWUNLOCK, &rw, 0);
+		actor_do(&n, ACT_RWUNLOCK, &rw, 0);
 	}
-	rwa_do(&r, RW_UNLOCK, &rw, 0);
-	ck_assert_int_eq(rwa_wait(&w), 0);
-	rwa_do(&w, RW_UNLOCK, &rw, 0);
+	actor_do(&r, ACT_RWUNLOCK, &rw, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&r);
-	rwa_quit(&w);
-	rwa_quit(&n);
+	actor_quit(&r);
+	actor_quit(&w);
+	actor_quit(&n);
 }
 
 START_TEST(prefer_reader_lets_new_and_recursive_readers_past_a_waiting_writer)
@@ -456,65 +333,56 @@ START_TEST(a_writer_timing_out_lets_the_readers_queued_behind_it_in)
 {
 	proxylock_rwlockattr_t at;
 	proxylock_rwlock_t rw;
-	struct rwa r, w, n;
+	struct actor r, w, n;
 
 	proxylock_rwlockattr_init(&at);
 	proxylock_rwlockattr_setkind(&at, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE);
 	proxylock_rwlock_init(&rw, &at);
-	rwa_start(&r, 0, -1);
-	rwa_start(&w, 0, -1);
-	rwa_start(&n, 0, -1);
-	rwa_do(&r, RW_RD, &rw, 0);
+	actor_start(&r, 0, -1);
+	actor_start(&w, 0, -1);
+	actor_start(&n, 0, -1);
+	actor_do(&r, ACT_RDLOCK, &rw, 0);
 	w.timeout_ns = 100000000;
-	rwa_block(&w, RW_TIMEDWR, &rw);
-	rwa_block(&n, RW_RD, &rw);           /* behind the writer */
-	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);
-	ck_assert_int_eq(rwa_wait(&n), 0);   /* granted when the writer left */
-	rwa_do(&n, RW_UNLOCK, &rw, 0);
-	rwa_do(&r, RW_UNLOCK, &rw, 0);
+	actor_block_on(&w, ACT_TIMEDWRLOCK, &rw);
+	actor_block_on(&n, ACT_RDLOCK, &rw);           /* behind the writer */
+	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
+	ck_assert_int_eq(actor_wait(&n), 0);   /* granted when the writer left */
+	actor_do(&n, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&r, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&r);
-	rwa_quit(&w);
-	rwa_quit(&n);
+	actor_quit(&r);
+	actor_quit(&w);
+	actor_quit(&n);
 }
 END_TEST
 
 /* --- donation -------------------------------------------------------- */
 
-/*
- * @n readers at nice 19 on CPU 1 hold the lock; a nice-0 writer on CPU 0
- * waits.  Each reader runs at nice 0 on CPU 0; each is back at exactly
- * its base at its own unlock, while the ones still holding stay lent to.
- */
+static void start_low(struct actor *a, int i)
+{
+	(void)i;
+	actor_start(a, 19, 1);
+}
+
+static void start_high(struct actor *a, int i)
+{
+	(void)i;
+	actor_start(a, 0, 0);
+}
+
+static bool actor_lent_to(struct actor *a, int n)
+{
+	(void)n;
+	return lent_to(a->tid);
+}
+
+/* rwscenario.h's low threads at nice 19 on CPU 1, high ones at nice 0 on CPU 0. */
+static const struct rw_lending nice_and_cpus = { start_low, start_high, actor_lent_to, at_base };
+
 static void writer_lends_to_readers(int n)
 {
-	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r[8], w;
-
 	require_two_cpus_and_nice();
-	for (int i = 0; i < n; i++) {
-		rwa_start(&r[i], 19, 1);
-		rwa_do(&r[i], RW_RD, &rw, 0);
-	}
-	rwa_start(&w, 0, 0);
-	rwa_block(&w, RW_WR, &rw);
-	for (int i = 0; i < n; i++)
-		ck_assert_msg(eventually(lent_to(r[i].tid), 2000), "reader %d of %d not lent to", i, n);
-	for (int i = 0; i < n; i++) {
-		rwa_do(&r[i], RW_UNLOCK, &rw, 0);
-		ck_assert_msg(kview_equal(&r[i].after, &r[i].base),
-		              "reader %d not back at its base at its unlock", i);
-		for (int j = i + 1; j < n; j++)
-			ck_assert_msg(lent_to(r[j].tid), "reader %d restored early", j);
-	}
-	ck_assert_int_eq(rwa_wait(&w), 0);
-	ck_assert_msg(kview_equal(&w.after, &w.base), "the writer changed by acquiring");
-	rwa_do(&w, RW_UNLOCK, &rw, 0);
-	for (int i = 0; i < n; i++) {
-		ck_assert(at_base(&r[i]));
-		rwa_quit(&r[i]);
-	}
-	rwa_quit(&w);
+	rw_writer_lends_to_readers(&nice_and_cpus, n);
 }
 
 START_TEST(a_waiting_writer_lends_to_its_one_reader_restored_at_unlock)
@@ -538,158 +406,80 @@ END_TEST
 START_TEST(a_reader_joining_past_a_waiting_writer_is_lent_to_as_well)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r1, r2, w;
+	struct actor r1, r2, w;
 
 	require_two_cpus_and_nice();
-	rwa_start(&r1, 19, 1);
-	rwa_start(&r2, 19, 1);
-	rwa_start(&w, 0, 0);
-	rwa_do(&r1, RW_RD, &rw, 0);
-	rwa_block(&w, RW_WR, &rw);
-	rwa_do(&r2, RW_RD, &rw, 0);          /* prefer reader: joins */
+	actor_start(&r1, 19, 1);
+	actor_start(&r2, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&r1, ACT_RDLOCK, &rw, 0);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	actor_do(&r2, ACT_RDLOCK, &rw, 0);          /* prefer reader: joins */
 	ck_assert_msg(eventually(lent_to(r2.tid), 2000), "late reader not lent to");
 	ck_assert(lent_to(r1.tid));
-	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	actor_do(&r2, ACT_RWUNLOCK, &rw, 0);
 	ck_assert(kview_equal(&r2.after, &r2.base));
-	rwa_do(&r1, RW_UNLOCK, &rw, 0);
+	actor_do(&r1, ACT_RWUNLOCK, &rw, 0);
 	ck_assert(kview_equal(&r1.after, &r1.base));
-	ck_assert_int_eq(rwa_wait(&w), 0);
-	rwa_do(&w, RW_UNLOCK, &rw, 0);
-	rwa_quit(&r1);
-	rwa_quit(&r2);
-	rwa_quit(&w);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
+	actor_quit(&r1);
+	actor_quit(&r2);
+	actor_quit(&w);
 }
 END_TEST
 
 START_TEST(readers_waiting_on_a_writer_lend_to_it_until_its_unlock)
 {
-	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa h, r1, r2;
-
 	require_two_cpus_and_nice();
-	rwa_start(&h, 19, 1);
-	rwa_start(&r1, 0, 0);
-	rwa_start(&r2, 0, 0);
-	rwa_do(&h, RW_WR, &rw, 0);
-	rwa_block(&r1, RW_RD, &rw);
-	rwa_block(&r2, RW_RD, &rw);
-	ck_assert_msg(eventually(lent_to(h.tid), 2000), "the writer was not lent to");
-	rwa_do(&h, RW_UNLOCK, &rw, 0);
-	ck_assert_msg(kview_equal(&h.after, &h.base), "the writer not restored at its unlock");
-	ck_assert_int_eq(rwa_wait(&r1), 0);
-	ck_assert_int_eq(rwa_wait(&r2), 0);
-	ck_assert(kview_equal(&r1.after, &r1.base));
-	rwa_do(&r1, RW_UNLOCK, &rw, 0);
-	rwa_do(&r2, RW_UNLOCK, &rw, 0);
-	rwa_quit(&h);
-	rwa_quit(&r1);
-	rwa_quit(&r2);
+	rw_readers_lend_to_writer(&nice_and_cpus);
 }
 END_TEST
 
 START_TEST(a_writer_that_times_out_withdraws_from_every_reader)
 {
-	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r1, r2, w;
-
 	require_two_cpus_and_nice();
-	rwa_start(&r1, 19, 1);
-	rwa_start(&r2, 19, 1);
-	rwa_start(&w, 0, 0);
-	rwa_do(&r1, RW_RD, &rw, 0);
-	rwa_do(&r2, RW_RD, &rw, 0);
-	w.timeout_ns = 300000000;
-	rwa_block(&w, RW_TIMEDWR, &rw);
-	ck_assert(eventually(lent_to(r1.tid) && lent_to(r2.tid), 2000));
-	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);
-	/* Restored once the withdrawal is applied: by the writer itself,
-	 * before its call returned, or (token busy) by the holder of it. */
-	ck_assert_msg(eventually(at_base(&r1) && at_base(&r2), 1000), "a reader stayed lent to");
-	rwa_do(&r1, RW_UNLOCK, &rw, 0);
-	ck_assert(kview_equal(&r1.after, &r1.base));
-	rwa_do(&r2, RW_UNLOCK, &rw, 0);
-	ck_assert_uint_eq(rw.__word, 0);
-	rwa_quit(&r1);
-	rwa_quit(&r2);
-	rwa_quit(&w);
+	rw_writer_times_out_and_withdraws(&nice_and_cpus);
 }
 END_TEST
 
 START_TEST(a_reader_that_exits_holding_the_lock_leaves_the_others_exact)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-	struct rwa r1, r2, w, n;
+	struct actor r1, r2, w, n;
 
 	require_two_cpus_and_nice();
-	rwa_start(&r1, 19, 1);
-	rwa_start(&r2, 19, 1);
-	rwa_start(&w, 0, 0);
-	rwa_do(&r1, RW_RD, &rw, 0);
-	rwa_do(&r2, RW_RD, &rw, 0);
+	actor_start(&r1, 19, 1);
+	actor_start(&r2, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&r1, ACT_RDLOCK, &rw, 0);
+	actor_do(&r2, ACT_RDLOCK, &rw, 0);
 	w.timeout_ns = 400000000;
-	rwa_block(&w, RW_TIMEDWR, &rw);
+	actor_block_on(&w, ACT_TIMEDWRLOCK, &rw);
 	ck_assert(eventually(lent_to(r1.tid) && lent_to(r2.tid), 2000));
-	rwa_post(&r1, RW_EXIT, NULL);       /* exits holding: its hold stays counted */
+	actor_post(&r1, ACT_EXIT, NULL);       /* exits holding: its hold stays counted */
 	pthread_join(r1.th, NULL);
-	rwa_do(&r2, RW_UNLOCK, &rw, 0);
+	actor_do(&r2, ACT_RWUNLOCK, &rw, 0);
 	ck_assert_msg(kview_equal(&r2.after, &r2.base), "r2 not restored at its unlock");
-	ck_assert_int_eq(rwa_wait(&w), ETIMEDOUT);  /* as glibc: the dead hold stays */
+	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);  /* as glibc: the dead hold stays */
 	/* A new thread (it may get r1's read set) is not lent to. */
-	rwa_start(&n, 19, 1);
-	rwa_do(&n, RW_RD, &rw, 0);
+	actor_start(&n, 19, 1);
+	actor_do(&n, ACT_RDLOCK, &rw, 0);
 	ck_assert(at_base(&n));
-	rwa_do(&n, RW_UNLOCK, &rw, 0);
+	actor_do(&n, ACT_RWUNLOCK, &rw, 0);
 	ck_assert(kview_equal(&n.after, &n.base));
 	ck_assert_uint_eq(rw.__word & 0x3fffffff, 1);
-	rwa_quit(&r2);
-	rwa_quit(&w);
-	rwa_quit(&n);
+	actor_quit(&r2);
+	actor_quit(&w);
+	actor_quit(&n);
 }
 END_TEST
 
-/*
- * W (nice 0, CPU 0) waits to write L1, read-held by R (nice 19, CPU 1),
- * which waits on mutex M held by H (nice 19), which waits to write L2,
- * read-held by R2 (nice 19): R2 runs as W would.
- */
+/* W (nice 0, CPU 0) waits on L1 <- R (nice 19) waits on M <- H waits on L2 <- R2. */
 START_TEST(a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader)
 {
-	proxylock_rwlock_t l1 = PROXYLOCK_RWLOCK_INITIALIZER, l2 = PROXYLOCK_RWLOCK_INITIALIZER;
-	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
-	struct rwa w, r, h, r2;
-
 	require_two_cpus_and_nice();
-	rwa_start(&w, 0, 0);
-	rwa_start(&r, 19, 1);
-	rwa_start(&h, 19, 1);
-	rwa_start(&r2, 19, 1);
-	rwa_do(&r2, RW_RD, &l2, 0);
-	rwa_do(&h, RW_MLOCK, &m, 0);
-	rwa_block(&h, RW_WR, &l2);
-	rwa_do(&r, RW_RD, &l1, 0);
-	rwa_block(&r, RW_MLOCK, &m);
-	ck_assert(at_base(&r2));             /* nice 19 lends nothing new */
-	rwa_block(&w, RW_WR, &l1);
-	ck_assert_msg(eventually(lent_to(r.tid), 2000), "R not lent to");
-	ck_assert_msg(eventually(lent_to(h.tid), 2000), "H not lent to");
-	ck_assert_msg(eventually(lent_to(r2.tid), 2000), "R2 not lent to through the chain");
-	rwa_do(&r2, RW_UNLOCK, &l2, 0);
-	ck_assert(kview_equal(&r2.after, &r2.base));
-	ck_assert_int_eq(rwa_wait(&h), 0);   /* H writes L2 now */
-	rwa_do(&h, RW_UNLOCK, &l2, 0);
-	rwa_do(&h, RW_MUNLOCK, &m, 0);
-	ck_assert(kview_equal(&h.after, &h.base));
-	ck_assert_int_eq(rwa_wait(&r), 0);   /* R has M */
-	rwa_do(&r, RW_MUNLOCK, &m, 0);
-	ck_assert(lent_to(r.tid));           /* still reads L1, W still waits */
-	rwa_do(&r, RW_UNLOCK, &l1, 0);
-	ck_assert(kview_equal(&r.after, &r.base));
-	ck_assert_int_eq(rwa_wait(&w), 0);
-	rwa_do(&w, RW_UNLOCK, &l1, 0);
-	rwa_quit(&w);
-	rwa_quit(&r);
-	rwa_quit(&h);
-	rwa_quit(&r2);
+	rw_chain_rwlock_mutex_rwlock(&nice_and_cpus);
 }
 END_TEST
 
