@@ -7,7 +7,11 @@
 # Exit: 0 all passed; 1 a test failed; 77 (meson's skip) when the kernel
 # cannot be built or the guest does not boot: said loudly, never a pass.
 # PROXYLOCK_VM_KVM=1 tries KVM first (it hangs on this machine kind, a
-# guest itself, so TCG is the default).
+# guest itself, so TCG is the default).  PROXYLOCK_VM_APPEND adds words
+# to the guest kernel's command line; the kernel hands NAME=VALUE words
+# it does not know to /init as its environment, so
+# PROXYLOCK_VM_APPEND=PROXYLOCK_DONATE=none runs the suite with donation
+# off (its donation cases must then fail).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$1
@@ -31,7 +35,7 @@ fi
 boot() {
 	timeout "$2" qemu-system-x86_64 $1 -smp 4 -m 256M -kernel "$kernel" \
 		-initrd "$work/init.cpio.gz" -nographic -no-reboot \
-		-append "console=ttyS0 panic=-1 quiet" > "$work/serial.log" 2>&1
+		-append "console=ttyS0 panic=-1 quiet ${PROXYLOCK_VM_APPEND:-}" > "$work/serial.log" 2>&1
 }
 if [ "${PROXYLOCK_VM_KVM:-0}" = 1 ] && [ -w /dev/kvm ] && boot "-enable-kvm -cpu host" 60 &&
    grep -q 'PROXYLOCK-VM: DONE' "$work/serial.log"; then

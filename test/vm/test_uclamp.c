@@ -5,7 +5,10 @@
  * /proc and /sys, runs the suite with one verdict line per test, prints
  * an end marker and exits, which panics the guest and ends qemu.
  * Checks use sched_getattr and /proc/<pid>/task/<tid>/sched (uclamp.min,
- * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).  Then, if the
+ * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).  Mutexes, then
+ * rwlocks (issue 15): test_rwlock.c's scenarios from rwscenario.h (a
+ * waiting writer lends to each reader, a timed-out writer withdraws, a
+ * chain), and readers combining their clamps on a writer.  Then, if the
  * initramfs has it, /bin/proxylock caps runs, its output between markers
  * (run-vm.sh checks it says uclamp: yes).
  */
@@ -14,7 +17,7 @@
 #include <sys/wait.h>
 #include <termios.h>
 
-#include "actor.h"
+#include "rwscenario.h"
 
 /* "effective uclamp.min" etc. from /proc/self/task/<tid>/sched; -1 if absent. */
 static long proc_sched(pid_t tid, const char *key)
@@ -127,6 +130,71 @@ START_TEST(a_chain_carries_uclamp_to_the_last_owner_and_a_timeout_withdraws_it)
 }
 END_TEST
 
+/* --- rwlocks (issue 15): the scenarios of test_rwlock.c, in uclamp ---- */
+
+/* Low: the @i-th at 100i..100+100i.  High: 700..750 and 500..900, so
+ * both combined are 700..900, the min of one and the max of the other. */
+static void start_low(struct actor *a, int i)
+{
+	actor_start_uclamp(a, 100 * i, 100 + 100 * i);
+}
+
+static void start_high(struct actor *a, int i)
+{
+	if (i == 0)
+		actor_start_uclamp(a, 700, 750);
+	else
+		actor_start_uclamp(a, 500, 900);
+}
+
+/* Lent high 0 (and 1): every low base is below, so max of the mins and
+ * max of the maxes are theirs; a low uclamp_max caps nothing. */
+static bool runs_lent(struct actor *a, int n)
+{
+	uint32_t umax = n == 1 ? 750 : 900;
+
+	return clamps_are(a->tid, 700, umax) && proc_sched(a->tid, "effective uclamp.min") == 700;
+}
+
+static bool at_its_clamps(struct actor *a)
+{
+	return clamps_are(a->tid, (uint32_t)a->umin, (uint32_t)a->umax) &&
+	       proc_sched(a->tid, "effective uclamp.min") == a->umin;
+}
+
+static const struct rw_lending uclamp_lending = { start_low, start_high, runs_lent,
+                                                  at_its_clamps };
+
+START_TEST(a_writer_lends_its_uclamp_to_its_one_reader_restored_at_unlock)
+{
+	rw_writer_lends_to_readers(&uclamp_lending, 1);
+}
+END_TEST
+
+START_TEST(a_writer_lends_its_uclamp_to_both_readers_each_restored_at_its_own_unlock)
+{
+	rw_writer_lends_to_readers(&uclamp_lending, 2);
+}
+END_TEST
+
+START_TEST(readers_waiting_on_a_writer_lend_it_their_combined_uclamp_until_its_unlock)
+{
+	rw_readers_lend_to_writer(&uclamp_lending);
+}
+END_TEST
+
+START_TEST(a_writer_timing_out_withdraws_its_uclamp_from_both_readers)
+{
+	rw_writer_times_out_and_withdraws(&uclamp_lending);
+}
+END_TEST
+
+START_TEST(a_chain_rwlock_mutex_rwlock_carries_uclamp_to_the_last_reader)
+{
+	rw_chain_rwlock_mutex_rwlock(&uclamp_lending);
+}
+END_TEST
+
 static Suite *uclamp_suite(void)
 {
 	Suite *s = suite_create("uclamp");
@@ -137,6 +205,11 @@ static Suite *uclamp_suite(void)
 	tcase_add_test(tc, holder_gets_the_waiters_uclamp_min_and_max_and_returns_exactly);
 	tcase_add_test(tc, a_low_uclamp_max_on_the_holder_does_not_cap_the_lent_min);
 	tcase_add_test(tc, a_chain_carries_uclamp_to_the_last_owner_and_a_timeout_withdraws_it);
+	tcase_add_test(tc, a_writer_lends_its_uclamp_to_its_one_reader_restored_at_unlock);
+	tcase_add_test(tc, a_writer_lends_its_uclamp_to_both_readers_each_restored_at_its_own_unlock);
+	tcase_add_test(tc, readers_waiting_on_a_writer_lend_it_their_combined_uclamp_until_its_unlock);
+	tcase_add_test(tc, a_writer_timing_out_withdraws_its_uclamp_from_both_readers);
+	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_carries_uclamp_to_the_last_reader);
 	suite_add_tcase(s, tc);
 	return s;
 }
