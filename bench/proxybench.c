@@ -24,11 +24,18 @@
  * callgrind's client requests (instructions per pair under
  * valgrind --tool=callgrind; --only NAME runs one contender, for perf).
  *
+ * Reader-writer locks (issue 15) have contenders of their own: glibc's
+ * pthread_rwlock (through pointers from libc.so.6), proxylock_rwlock
+ * with donation off and on, and plain pthread_rwlock calls (the
+ * interposer's).  rw-readmostly is their throughput with 1, 2, 4 and 8
+ * threads at 0, 1 and 10% writes; inversion-rw is the inversion with a
+ * big writer waiting on two small readers.
+ *
  *   usage: proxybench WORKLOAD [--reps N] [--ms N] [--samples FILE]
  *            [--rounds N] [--rounds-out FILE] [--threads LIST] [--cs LIST]
  *            [--pairs N] [--only NAME]
  *   workloads: uncontended contended handoff inversion donation-cost
- *              verdict insn
+ *              rw-readmostly inversion-rw verdict insn
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -76,6 +83,8 @@ static uint64_t now_ns(void)
 union lock_storage {
 	pthread_mutex_t pm;
 	proxylock_mutex_t pl;
+	pthread_rwlock_t prw;
+	proxylock_rwlock_t plrw;
 	struct fref fr;
 	char pad[64];
 } __attribute__((aligned(64)));
@@ -87,6 +96,7 @@ struct impl {
 	void (*init)(const struct impl *, union lock_storage *, unsigned kinds);
 	int glibc_kind;  /* for the glibc contenders */
 	bool available;
+	int (*rdlock)(void *);  /* rwlocks: lock is wrlock */
 };
 
 static int (*glibc_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
@@ -152,8 +162,71 @@ static void init_absl(const struct impl *im, union lock_storage *s, unsigned kin
 }
 #endif
 
-enum { GLIBC_NORMAL, GLIBC_ADAPTIVE, GLIBC_PI, PL_NODONATE, PL, PRELOAD, ABSL, FUTEX_REF, NIMPL };
-static struct impl impls[NIMPL];
+/* The rwlock contenders (RW_*) follow the mutexes' in impls[]; loops
+ * over mutex contenders stop at NIMPL. */
+enum { GLIBC_NORMAL, GLIBC_ADAPTIVE, GLIBC_PI, PL_NODONATE, PL, PRELOAD, ABSL, FUTEX_REF, NIMPL,
+       RW_GLIBC = NIMPL, RW_PL_NODONATE, RW_PL, RW_PRELOAD, NALL };
+static struct impl impls[NALL];
+
+/* The rwlocks' preference kind: PROXYLOCK_RWLOCK_PREFER_*, glibc's numbers. */
+static int rw_kind = PROXYLOCK_RWLOCK_PREFER_READER;
+
+/* glibc and the interposer: glibc's static initializer of that kind. */
+static void init_rw_static(const struct impl *im, union lock_storage *s, unsigned kinds)
+{
+	static const pthread_rwlock_t rd = PTHREAD_RWLOCK_INITIALIZER,
+		wr = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+	(void)im;
+	(void)kinds;
+	memset(s, 0, sizeof(*s));
+	s->prw = rw_kind == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE ? wr : rd;
+}
+
+static void init_rw_proxylock(const struct impl *im, union lock_storage *s, unsigned kinds)
+{
+	proxylock_rwlockattr_t a;
+
+	proxylock_rwlockattr_init(&a);
+	proxylock_rwlockattr_setkind(&a, rw_kind);
+	proxylock_rwlockattr_setdonate(&a, im == &impls[RW_PL] ? kinds : PROXYLOCK_DONATE_NONE);
+	proxylock_rwlock_init(&s->plrw, &a);
+}
+
+static void rw_setup(void *libc)
+{
+	static const char *names[] = { "glibc", "proxylock-nodonate", "proxylock", "preload" };
+	static const char *fns[3] = { "pthread_rwlock_rdlock", "pthread_rwlock_wrlock",
+	                              "pthread_rwlock_unlock" };
+	int (*prd)(proxylock_rwlock_t *) = proxylock_rwlock_rdlock;
+	int (*pwr)(proxylock_rwlock_t *) = proxylock_rwlock_wrlock;
+	int (*pun)(proxylock_rwlock_t *) = proxylock_rwlock_unlock;
+	void *g[3], *t[3];  /* glibc's, and whoever's plain calls reach */
+
+	for (int k = 0; k < 3; k++) {
+		g[k] = sym_in(libc, fns[k]);
+		t[k] = dlsym(RTLD_DEFAULT, fns[k]);
+	}
+	for (int i = RW_GLIBC; i < NALL; i++) {
+		struct impl *im = &impls[i];
+
+		im->name = names[i - RW_GLIBC];
+		im->available = true;
+		im->init = i == RW_GLIBC || i == RW_PRELOAD ? init_rw_static : init_rw_proxylock;
+		if (i == RW_PL_NODONATE || i == RW_PL) {
+			SET_FN(im->rdlock, prd);
+			SET_FN(im->lock, pwr);
+			SET_FN(im->unlock, pun);
+			continue;
+		}
+		void **f = i == RW_GLIBC ? g : t;
+
+		SET_FN(im->rdlock, f[0]);
+		SET_FN(im->lock, f[1]);
+		SET_FN(im->unlock, f[2]);
+		im->available = f == g || t[0] != g[0];  /* the interposer is loaded */
+	}
+}
 
 static void impls_setup(void)
 {
@@ -202,6 +275,7 @@ static void impls_setup(void)
 #endif
 		}
 	}
+	rw_setup(libc);
 }
 
 static uint64_t sched_calls(void)
@@ -658,8 +732,9 @@ static void bench_handoff(void)
 
 static struct scenario inv;
 
-/* One run of scenario.h's scenario; out: p50, p99, max wait, CS wall, CS
- * CPU (us), sched calls per contended acquisition. */
+/* One run of scenario.h's scenario (an rwlock's: two small readers and
+ * a big writer); out: p50, p99, max wait, CS wall, CS CPU (us), sched
+ * calls per contended acquisition. */
 static void inversion_once(const struct impl *im, unsigned kinds, double out[6], FILE *samples,
                            const char *label)
 {
@@ -668,6 +743,8 @@ static void inversion_once(const struct impl *im, unsigned kinds, double out[6],
 
 	im->init(im, &lock, kinds);
 	inv.lock = im->lock;
+	inv.rdlock = im->rdlock;
+	inv.nsmall = im->rdlock ? 2 : 1;
 	inv.unlock = im->unlock;
 	inv.m = &lock;
 	inv.uclamp = proxylock_caps() & PROXYLOCK_DONATE_UCLAMP;
@@ -704,6 +781,40 @@ static bool variant_runs(const struct inv_variant *v)
 	       (k == 0 || k == PROXYLOCK_DONATE_ALL || (k & proxylock_donate_kinds()));
 }
 
+/*
+ * @nv variants in reps interleaved repetitions, after a warm-up run that
+ * lets the hog and the scheduler settle (discarded), then their rows;
+ * the wait samples of the first @nsampled go to @samples (the CDF plot).
+ */
+static void inversion_variants(const struct inv_variant *vs, int nv, FILE *samples, int nsampled)
+{
+	static const char *metrics[6] = { "wait_p50", "wait_p99", "wait_max", "cs_wall",
+	                                  "cs_cpu", "sched_calls_per_contended" };
+	static double v[16][6][MAX_REPS];
+	double warm[6];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fprintf(stderr, "proxybench: %s needs 2 CPUs; skipped\n", vs[0].bench);
+		return;
+	}
+	inversion_once(&impls[vs[0].impl], 0, warm, NULL, NULL);
+	for (int r = 0; r < reps; r++)
+		for (int k = 0; k < nv; k++) {
+			const struct impl *im = &impls[vs[k].impl];
+			double out[6];
+
+			if (!variant_runs(&vs[k]))
+				continue;
+			inversion_once(im, vs[k].kinds, out, k < nsampled ? samples : NULL, im->name);
+			for (int m = 0; m < 6; m++)
+				v[k][m][r] = out[m];
+		}
+	for (int k = 0; k < nv; k++)
+		for (int m = 0; m < 6 && variant_runs(&vs[k]); m++)
+			row(vs[k].bench, impls[vs[k].impl].name, impls[vs[k].impl].rdlock ? 3 : 2,
+			    SCENARIO_CS_CPU_NS, metrics[m], v[k][m], reps, m == 5 ? "calls" : "us");
+}
+
 static void bench_inversion(void)
 {
 	static const struct inv_variant vs[] = {
@@ -715,41 +826,36 @@ static void bench_inversion(void)
 		{ "inversion-nice", PL, PROXYLOCK_DONATE_NICE },
 		{ "inversion-rt", PL, PROXYLOCK_DONATE_RT },
 	};
-	enum { NV = sizeof(vs) / sizeof(vs[0]) };
-	static const char *metrics[6] = { "wait_p50", "wait_p99", "wait_max", "cs_wall",
-	                                  "cs_cpu", "sched_calls_per_contended" };
-	static double v[NV][6][MAX_REPS];
 	FILE *samples = samples_path ? fopen(samples_path, "w") : NULL;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-		fprintf(stderr, "proxybench: inversion needs 2 CPUs; skipped\n");
-		return;
-	}
 	if (samples)
 		fprintf(samples, "impl,wait_us\n");
-	{
-		double warm[6];  /* let the hog and the scheduler settle; discarded */
-
-		inversion_once(&impls[GLIBC_NORMAL], 0, warm, NULL, NULL);
-	}
-	for (int r = 0; r < reps; r++)
-		for (int k = 0; k < NV; k++) {
-			double out[6];
-
-			if (!variant_runs(&vs[k]))
-				continue;
-			/* Wait samples of the contenders, for the CDF plot. */
-			inversion_once(&impls[vs[k].impl], vs[k].kinds, out,
-			               k < 6 ? samples : NULL, impls[vs[k].impl].name);
-			for (int m = 0; m < 6; m++)
-				v[k][m][r] = out[m];
-		}
-	for (int k = 0; k < NV; k++)
-		for (int m = 0; m < 6 && variant_runs(&vs[k]); m++)
-			row(vs[k].bench, impls[vs[k].impl].name, 2, SCENARIO_CS_CPU_NS, metrics[m], v[k][m],
-			    reps, m == 5 ? "calls" : "us");
+	/* Wait samples of the contenders (the first 6), for the CDF plot. */
+	inversion_variants(vs, sizeof(vs) / sizeof(vs[0]), samples, 6);
 	if (samples)
 		fclose(samples);
+}
+
+/*
+ * A big writer waiting on two small readers (nice 19, on the hog's CPU),
+ * each holding the lock for reading for SCENARIO_CS_CPU_NS of CPU time.
+ * The rwlocks prefer writers (NONRECURSIVE, every contender), so the
+ * writer waits for the readers it found, not for new ones: under
+ * PREFER_READER its wait would measure the readers' turnover rather than
+ * the inversion.  The physical limit is, as for the mutex, one critical
+ * section's CPU time (cs_cpu): a reader's length on a free CPU.
+ */
+static void bench_inversion_rw(void)
+{
+	static const struct inv_variant vs[] = {
+		{ "inversion-rw", RW_GLIBC, 0 },
+		{ "inversion-rw", RW_PL_NODONATE, 0 },
+		{ "inversion-rw", RW_PL, PROXYLOCK_DONATE_ALL },
+		{ "inversion-rw", RW_PRELOAD, 0 },
+	};
+
+	rw_kind = PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	inversion_variants(vs, sizeof(vs) / sizeof(vs[0]), NULL, 0);
 }
 
 /* --- 5. donation cost ------------------------------------------------ */
@@ -780,6 +886,112 @@ static void bench_donation_cost(void)
 	 * and what the scenario itself made. */
 	printf("# sched_calls library=%llu own=%llu\n", (unsigned long long)sched_calls(),
 	       (unsigned long long)inv.sched_calls);
+}
+
+/* --- 5b. read-mostly rwlock throughput ------------------------------ */
+
+#define RW_WORDS 64
+static volatile uint64_t rw_table[RW_WORDS] __attribute__((aligned(64)));
+
+struct rw_thread {
+	const struct impl *im;
+	union lock_storage *lock;
+	int wpct;
+	int *stop;
+	uint64_t rng, count, torn;
+};
+
+/*
+ * Each operation is, with probability wpct %, a write (wrlock, store one
+ * new value into every word of a 64-word table, unlock), else a read
+ * (rdlock, compare every word with the first, unlock): a reader that saw
+ * a half-written table counts it in torn, which stops the run.
+ */
+static void *rw_thread(void *p)
+{
+	struct rw_thread *c = p;
+
+	while (!__atomic_load_n(c->stop, __ATOMIC_RELAXED)) {
+		c->rng ^= c->rng << 13;
+		c->rng ^= c->rng >> 7;
+		c->rng ^= c->rng << 17;
+		if ((int)(c->rng % 100) < c->wpct) {
+			c->im->lock(c->lock);
+			uint64_t x = rw_table[0] + 1;
+
+			for (int k = 0; k < RW_WORDS; k++)
+				rw_table[k] = x;
+		} else {
+			c->im->rdlock(c->lock);
+			uint64_t x = rw_table[0];
+
+			for (int k = 1; k < RW_WORDS; k++)
+				c->torn += rw_table[k] != x;
+		}
+		c->im->unlock(c->lock);
+		c->count++;
+	}
+	return NULL;
+}
+
+/* One cell: operations per second of @nthreads threads. */
+static double rw_once(const struct impl *im, int nthreads, int wpct)
+{
+	static union lock_storage lock;
+	static struct rw_thread c[MAX_THREADS];
+	pthread_t th[MAX_THREADS];
+	uint64_t t0, sum = 0, torn = 0;
+	int stop = 0;
+
+	im->init(im, &lock, PROXYLOCK_DONATE_ALL);
+	for (int t = 0; t < nthreads; t++) {
+		c[t] = (struct rw_thread){ im, &lock, wpct, &stop,
+			                   0x9e3779b97f4a7c15ull * (uint64_t)(t + 1), 0, 0 };
+		pthread_create(&th[t], NULL, rw_thread, &c[t]);
+	}
+	t0 = now_ns();
+	usleep((useconds_t)cell_ms * 1000);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int t = 0; t < nthreads; t++) {
+		pthread_join(th[t], NULL);
+		sum += c[t].count;
+		torn += c[t].torn;
+	}
+	if (torn) {
+		fprintf(stderr, "proxybench: %s let a reader in beside a writer (%d threads, "
+		        "%d%% writes: %llu torn words)\n", im->name, nthreads, wpct,
+		        (unsigned long long)torn);
+		exit(3);
+	}
+	return (double)sum * 1e9 / (double)(now_ns() - t0);
+}
+
+/*
+ * rw-readmostly-wW (W = 0, 1, 10: the write percentage): glibc's
+ * rwlock, proxylock_rwlock (defaults: prefer readers, lend everything;
+ * all threads have one context, so nothing is lent) and the interposer's,
+ * with 1, 2, 4 and 8 threads; throughput in operations per second.
+ */
+static void bench_rw_readmostly(void)
+{
+	static const int threads[] = { 1, 2, 4, 8 }, wpcts[] = { 0, 1, 10 };
+	static const int rw[] = { RW_GLIBC, RW_PL, RW_PRELOAD };
+	double v[3][MAX_REPS];
+	char bench[32];
+
+	for (size_t wi = 0; wi < sizeof(wpcts) / sizeof(wpcts[0]); wi++) {
+		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", wpcts[wi]);
+		for (size_t ti = 0; ti < sizeof(threads) / sizeof(threads[0]); ti++) {
+			for (int r = 0; r < reps; r++)
+				for (int i = 0; i < 3; i++)
+					if (impls[rw[i]].available)
+						v[i][r] = rw_once(&impls[rw[i]], threads[ti], wpcts[wi]);
+			for (int i = 0; i < 3; i++)
+				if (impls[rw[i]].available)
+					row(bench, impls[rw[i]].name, threads[ti], 0, "throughput", v[i], reps,
+					    "ops/s");
+		}
+	}
 }
 
 /* --- 6. instructions per uncontended pair ---------------------------- */
@@ -820,7 +1032,7 @@ static __attribute__((noinline)) void insn_loop(const struct impl *im, union loc
  */
 static void bench_insn(void)
 {
-	static const struct impl harness = { "harness", noop, noop, init_noop, 0, true };
+	static const struct impl harness = { "harness", noop, noop, init_noop, 0, true, NULL };
 	static pthread_t idle;
 	union lock_storage s;
 
@@ -918,6 +1130,10 @@ int main(int argc, char **argv)
 		bench_inversion();
 	else if (!strcmp(w, "donation-cost"))
 		bench_donation_cost();
+	else if (!strcmp(w, "rw-readmostly"))
+		bench_rw_readmostly();
+	else if (!strcmp(w, "inversion-rw"))
+		bench_inversion_rw();
 	else if (!strcmp(w, "verdict"))
 		bench_verdict();
 	else if (!strcmp(w, "insn"))
@@ -926,7 +1142,8 @@ int main(int argc, char **argv)
 		goto usage;
 	return 0;
 usage:
-	fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost|verdict|insn"
+	fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost|"
+	                "rw-readmostly|inversion-rw|verdict|insn"
 	                " [--reps N] [--ms N] [--samples FILE] [--rounds N] [--rounds-out FILE]"
 	                " [--threads LIST] [--cs LIST] [--pairs N] [--only NAME]\n");
 	return 2;

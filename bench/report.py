@@ -345,34 +345,91 @@ for impl in IMPLS:
         md.append("| %s | %.1f | %.1f..%.1f |" % (impl, r["median"] / 1000, r["min"] / 1000, r["max"] / 1000))
 md.append("")
 
+
 # 4. inversion
+def inversion_table(bench, variants, impls):
+    """The inversion rows of @variants for @impls, and the targets of @bench:
+    donation on against off, and against the physical limit (cs_cpu)."""
+    md.append("| variant | impl | wait p50 | wait p99 | wait max | cs wall | cs cpu | p99 / limit "
+              "| sched calls per contended |")
+    md.append("| --- " * 9 + "|")
+    for v in variants:
+        for impl in impls:
+            r = {m: get(v, impl, m) for m in ("wait_p50", "wait_p99", "wait_max", "cs_wall",
+                                              "cs_cpu", "sched_calls_per_contended")}
+            if r["wait_p99"]:
+                md.append("| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.1f |" % (
+                    v, impl, r["wait_p50"]["median"], r["wait_p99"]["median"],
+                    r["wait_max"]["median"], r["cs_wall"]["median"], r["cs_cpu"]["median"],
+                    r["wait_p99"]["median"] / r["cs_cpu"]["median"],
+                    r["sched_calls_per_contended"]["median"]))
+    md.append("")
+    off = get(bench, "proxylock-nodonate", "wait_p99")
+    for impl in ("proxylock", "preload"):
+        on = get(bench, impl, "wait_p99")
+        lim = get(bench, impl, "cs_cpu")
+        if on and off and lim:
+            target(on["median"] <= 0.05 * off["median"],
+                   "%s %s p99 wait = %.3f x without donation (target <= 0.05)"
+                   % (bench, impl, on["median"] / off["median"]))
+            target(on["median"] <= 1.5 * lim["median"],
+                   "%s %s p99 wait = %.2f x the physical limit (target <= 1.5)"
+                   % (bench, impl, on["median"] / lim["median"]))
+
+
 md.append("## Inversion: big waiter, small holder on a busy CPU (us)\n")
 md.append("The physical limit is the critical section's own CPU time (cs_cpu).\n")
-md.append("| variant | impl | wait p50 | wait p99 | wait max | cs wall | cs cpu | p99 / limit | sched calls per contended |")
-md.append("| --- " * 9 + "|")
-variants = sorted({r["benchmark"] for r in rows if r["benchmark"].startswith("inversion")})
-for v in variants:
-    for impl in IMPLS:
-        r = {m: get(v, impl, m) for m in ("wait_p50", "wait_p99", "wait_max", "cs_wall", "cs_cpu",
-                                          "sched_calls_per_contended")}
-        if r["wait_p99"]:
-            md.append("| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.1f |" % (
-                v, impl, r["wait_p50"]["median"], r["wait_p99"]["median"], r["wait_max"]["median"],
-                r["cs_wall"]["median"], r["cs_cpu"]["median"],
-                r["wait_p99"]["median"] / r["cs_cpu"]["median"],
-                r["sched_calls_per_contended"]["median"]))
-md.append("")
-off = get("inversion", "proxylock-nodonate", "wait_p99")
-for impl in ("proxylock", "preload"):
-    on = get("inversion", impl, "wait_p99")
-    lim = get("inversion", impl, "cs_cpu")
-    if on and off and lim:
-        target(on["median"] <= 0.05 * off["median"],
-               "inversion %s p99 wait = %.3f x without donation (target <= 0.05)"
-               % (impl, on["median"] / off["median"]))
-        target(on["median"] <= 1.5 * lim["median"],
-               "inversion %s p99 wait = %.2f x the physical limit (target <= 1.5)"
-               % (impl, on["median"] / lim["median"]))
+variants = sorted({r["benchmark"] for r in rows if r["benchmark"].startswith("inversion")
+                   and not r["benchmark"].startswith("inversion-rw")})
+inversion_table("inversion", variants, IMPLS)
+
+# 4b. reader-writer locks (issue 15)
+RW_IMPLS = ["glibc", "proxylock-nodonate", "proxylock", "preload"]
+WPCTS = (0, 1, 10)
+if any(r["benchmark"].startswith("rw-readmostly") for r in rows):
+    md.append("## Read-mostly rwlock throughput (ratio to glibc's pthread_rwlock)\n")
+    md.append("Each operation is a write with probability W %: a read compares a 64-word "
+              "table under rdlock, a write rewrites it under wrlock; default kinds (prefer "
+              "readers).  proxylock: proxylock_rwlock; preload: plain pthread_rwlock calls "
+              "under the interposer.\n")
+    md.append("| writes | threads | glibc ops/s | proxylock | range | preload | range |")
+    md.append("| --- " * 7 + "|")
+    for impl in ("proxylock", "preload"):
+        missed, cells = [], 0
+        for wp in WPCTS:
+            for t in (1, 2, 4, 8):
+                b = get("rw-readmostly-w%d" % wp, "glibc", "throughput", t)
+                r = get("rw-readmostly-w%d" % wp, impl, "throughput", t)
+                if b and r:
+                    cells += 1
+                    if r["median"] < b["median"]:
+                        missed.append("%d%%/%d: %.2f" % (wp, t, r["median"] / b["median"]))
+        if cells:
+            target(not missed, "rw-readmostly %s >= glibc's rwlock in every cell: %d of %d%s"
+                   % (impl, cells - len(missed), cells,
+                      " (missed at writes/threads %s)" % ", ".join(missed) if missed else ""))
+    for wp in WPCTS:
+        for t in (1, 2, 4, 8):
+            b = get("rw-readmostly-w%d" % wp, "glibc", "throughput", t)
+            if not b:
+                continue
+            cells = []
+            for impl in ("proxylock", "preload"):
+                r = get("rw-readmostly-w%d" % wp, impl, "throughput", t)
+                cells += (["%.2f" % (r["median"] / b["median"]),
+                           "%.2f..%.2f" % (r["min"] / b["median"], r["max"] / b["median"])]
+                          if r else ["-", "-"])
+            md.append("| %d%% | %d | %.3g | %s |" % (wp, t, b["median"], " | ".join(cells)))
+    md.append("")
+if get("inversion-rw", "proxylock", "wait_p99"):
+    md.append("## Inversion, rwlock: a big writer waiting on two small readers on a busy CPU (us)\n")
+    md.append("Two readers (nice 19, uclamp_max 128, pinned beside a hog) hold for reading "
+              "for 2 ms of CPU each; the writer (nice 0, uclamp_min 1024, its own CPU) takes "
+              "the lock every millisecond.  Every contender prefers writers (NONRECURSIVE). "
+              "The physical limit is one critical section's CPU time (cs cpu), as for the "
+              "mutex; two readers that started together and share the writer's CPU need "
+              "up to twice that.\n")
+    inversion_table("inversion-rw", ["inversion-rw"], RW_IMPLS)
 
 # 5. donation cost
 md.append("## Donation cost: sched_setattr + sched_setaffinity calls per contended acquisition\n")

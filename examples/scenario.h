@@ -12,6 +12,10 @@
  * it, the small task runs, while the big one waits, with the big one's
  * context: its CPU, its nice, its clamps.
  *
+ * The reader-writer variant (bench/proxybench.c's inversion-rw): with
+ * rdlock set, nsmall small tasks hold the lock for reading (rdlock) and
+ * the big one takes it for writing (lock).
+ *
  * Header-only: each user supplies the lock through two function pointers.
  */
 #ifndef PLK_SCENARIO_H
@@ -30,11 +34,14 @@
 
 #define SCENARIO_CS_CPU_NS (2 * 1000 * 1000)  /* the physical limit */
 #define SCENARIO_MAX_SAMPLES 20000
+#define SCENARIO_MAX_SMALL 4
 
 struct scenario {
 	int (*lock)(void *);
 	int (*unlock)(void *);
 	void *m;
+	int (*rdlock)(void *);   /* set: the small tasks take m with it (readers) */
+	int nsmall;              /* small tasks, 1..SCENARIO_MAX_SMALL (0: 1) */
 	bool uclamp;             /* the kernel has uclamp: set clamps too */
 	int stop;
 	int nwaits, ncs;
@@ -115,15 +122,18 @@ static void *scenario_small(void *p)
 	scenario_context(s, 19, 0, 128);
 	while (scenario_running(s)) {
 		uint64_t t0, c0, c1;
+		int i;
 
-		s->lock(s->m);
+		(s->rdlock ? s->rdlock : s->lock)(s->m);
 		t0 = scenario_clock(CLOCK_MONOTONIC);
 		c0 = scenario_clock(CLOCK_THREAD_CPUTIME_ID);
 		while ((c1 = scenario_clock(CLOCK_THREAD_CPUTIME_ID)) - c0 < SCENARIO_CS_CPU_NS)
 			;
-		if (s->ncs < SCENARIO_MAX_SAMPLES) {
-			s->walls[s->ncs] = scenario_clock(CLOCK_MONOTONIC) - t0;
-			s->cpus[s->ncs++] = c1 - c0;
+		/* Readers hold together: each claims its sample's index. */
+		i = __atomic_fetch_add(&s->ncs, 1, __ATOMIC_RELAXED);
+		if (i < SCENARIO_MAX_SAMPLES) {
+			s->walls[i] = scenario_clock(CLOCK_MONOTONIC) - t0;
+			s->cpus[i] = c1 - c0;
 		}
 		s->unlock(s->m);
 		usleep(500);
@@ -152,18 +162,23 @@ static void *scenario_big(void *p)
 /* Run the scenario on @s (lock, unlock, m, uclamp filled in) for @ms. */
 static inline void scenario_run(struct scenario *s, int ms)
 {
-	pthread_t th[3];
+	pthread_t th[2 + SCENARIO_MAX_SMALL];
+	int n = 0, nsmall = s->nsmall < 1 ? 1 : s->nsmall > SCENARIO_MAX_SMALL
+	                                        ? SCENARIO_MAX_SMALL : s->nsmall;
 
 	s->stop = 0;
 	s->nwaits = s->ncs = 0;
-	pthread_create(&th[0], NULL, scenario_hog, s);
+	pthread_create(&th[n++], NULL, scenario_hog, s);
 	usleep(50000);  /* let the hog own CPU 1 */
-	pthread_create(&th[1], NULL, scenario_small, s);
-	pthread_create(&th[2], NULL, scenario_big, s);
+	for (int i = 0; i < nsmall; i++)
+		pthread_create(&th[n++], NULL, scenario_small, s);
+	pthread_create(&th[n++], NULL, scenario_big, s);
 	usleep((useconds_t)ms * 1000);
 	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
+	if (s->ncs > SCENARIO_MAX_SAMPLES)
+		s->ncs = SCENARIO_MAX_SAMPLES;
 }
 
 static int scenario_cmp_u64(const void *a, const void *b)
