@@ -45,7 +45,8 @@ struct plk_rdset {
 	uint32_t nused;                /* slots [0, nused) may be in use; owner's */
 	/* Owner's: a publication was retracted (its increment failed), so a
 	 * writer may have lent to us without our holding the lock; the slow
-	 * path takes it over (rwlock.c: rd_not_reader). */
+	 * path takes it over (rwlock.c: rd_not_reader), and the read fast
+	 * path refuses while it is set (rwlockword.h). */
 	uint8_t retracted;
 	uint8_t withdraw[PLK_RD_SLOTS];  /* owner's: the last unlock must withdraw */
 } __attribute__((aligned(64)));

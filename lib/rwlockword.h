@@ -26,7 +26,9 @@
  * neither PLK_RW_WRITER nor PLK_RW_WAITERS to one more reader, with
  * acquire (the critical section) and release (the slot before the
  * count: a writer that later sets PLK_RW_WAITERS with an acquire RMW
- * sees the slot).  Unlock of the last read hold of a thread clears the
+ * sees the slot); it refuses while a retraction of an earlier fast path
+ * is pending (s->retracted), which only the slow path consumes.  Unlock
+ * of the last read hold of a thread clears the
  * slot first, then CASes the count down with release, unless
  * PLK_RW_WAITERS is set (slow path).  wrlock is one CAS 0 -> WRITER|TID,
  * unlock one CAS back to 0.  None touches the registry or makes a
@@ -124,7 +126,13 @@ static inline bool plk_rw_rdlock_fast(proxylock_rwlock_t *rw)
 	uint32_t w;
 	int i;
 
-	if (__builtin_expect(!s, 0))
+	/* A retraction pending (an earlier fast path of this call left it:
+	 * the interposer's, then take()'s): only rdlock_slow consumes it
+	 * (rd_hold_prepare) and withdraws a scan's lend to the retracted
+	 * slot, so refuse; a success here would read and leave by the fast
+	 * path with that lend kept (RW6; the model's BROKEN_RW_DBLFAST).
+	 * The flag sits beside nused, on a line read already. */
+	if (__builtin_expect(!s, 0) || __builtin_expect(s->retracted, 0))
 		return false;
 	if (__builtin_expect(s->nused == 0, 1) || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
 		return plk_rw_rdlock_fast_new(rw, s);

@@ -31,6 +31,9 @@
  *   -DRW_WROUNDS=n      lock rounds of each writer (default 1)
  *   -DRW_TIMED_READERS  readers' waits may time out too (rw_timedout)
  *   -DRW_UNTIMED_WRITERS writers' waits never time out
+ *   -DRW_DBLFAST        each read lock is the interposer's: two fast
+ *                       paths (preload.c's, then take()'s) before the slow
+ *                       path
  *   -DRW_RECURSIVE      the first reader takes a second, recursive read
  *                       hold inside each of its holds
  *   -DRW_ALLOW_NR_DEADLOCK  with -DPREFER_W -DRW_RECURSIVE: the end state
@@ -81,6 +84,12 @@
  *                       times out lent to (the code before the fix;
  *                       with -DPREFER_W -DRW_TIMED_READERS -DRW_WROUNDS=2,
  *                       violated: RW6)
+ *   -DBROKEN_RW_DBLFAST with -DRW_DBLFAST: the second fast path runs
+ *                       with the first one's retraction pending, and its
+ *                       success returns without the slow path that
+ *                       consumes it: the reader leaves by the fast path
+ *                       with a lend a scan gave its retracted slot
+ *                       (violated: RW6)
  *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
  *                       read that queues marks its held slot pending (no
  *                       !recursive test in rd_hold_publish); the grant
@@ -391,10 +400,27 @@ inline rd_spin() {
 	fi
 }
 
-/* A new (first) read hold. */
+/* A new (first) read hold.  Every call starts with no retraction
+ * pending: the one an earlier call left was consumed by its slow path
+ * (the fast path refuses while one is pending, rwlockword.h). */
 inline rdlock() {
 	retracted = 0; wflag = 0; got = 0; rec = 0;
 	if :: !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* fast path */
+#ifdef RW_DBLFAST
+	/* The interposer's call: its own fast path failed (above), then
+	 * proxylock_rwlock_rdlock's take() runs it again.  It refuses while
+	 * a retraction is pending: only the slow path consumes that. */
+	if
+#ifndef BROKEN_RW_DBLFAST
+	:: !got && !retracted && !wt && wr == 0 -> rd_try()
+#else
+	:: !got && !wt && wr == 0 ->
+		rd_try();
+		if :: got -> retracted = 0 :: else -> skip fi	/* returns: never consumed */
+#endif
+	:: else -> skip
+	fi;
+#endif
 	rd_spin(); rd_spin();	/* two of rdlock_slow's spins */
 #ifndef BROKEN_RW_SPIN
 	/* the spin ended with a kept publication: retract (a scan may have named us) */

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_rwrace.c - rwlock races held open by hand: a step of the read
+ * fast path (rwlockword.h) done with the internal headers, paused where
+ * the race needs it, then the public calls.  Checked against the
+ * kernel's view (nice), never the library's bookkeeping.  Needs 2 CPUs
+ * and the privilege to lower nice (root).
+ */
+#include <semaphore.h>
+
+#include "helpers.h"
+#include "rwlockword.h"
+
+static proxylock_rwlock_t L = PROXYLOCK_RWLOCK_INITIALIZER;
+static sem_t x_go, x_in, r_step, r_done, w_done;  /* r_step also lets R exit */
+static pid_t rtid;
+static int r_nice_reading, r_rc;
+
+static void *holder(void *p)
+{
+	(void)p;
+	set_nice_self(19);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&L), 0);
+	sem_post(&x_in);
+	sem_wait(&x_go);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&L), 0);
+	return NULL;
+}
+
+static void *writer(void *p)
+{
+	(void)p;
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&L), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&L), 0);
+	sem_post(&w_done);
+	return NULL;
+}
+
+/* plk_rw_rdlock_fast_new's failing path by hand: publish, (a writer
+ * queues and lends to the slot), the CAS fails on WAITERS, retract;
+ * then, as the interposer does after its own failed fast path, the
+ * public rdlock, whose fast path runs again. */
+static void *retracting_reader(void *p)
+{
+	(void)p;
+	rtid = gettid_();
+	set_nice_self(19);
+	struct plk_rdset *s = plk_rdset_self();
+	ck_assert_ptr_nonnull(s);
+	int i = plk_rdset_free_slot(s);
+	ck_assert_int_ge(i, 0);
+	__atomic_store_n(&s->lock[i], (uintptr_t)&L, __ATOMIC_RELAXED);  /* publish */
+	sem_post(&r_done);
+	sem_wait(&r_step);
+	plk_rdset_put(s, i);  /* the CAS saw WAITERS: retract */
+	s->retracted = 1;
+	sem_post(&r_done);
+	sem_wait(&r_step);
+	r_rc = proxylock_rwlock_rdlock(&L);
+	r_nice_reading = kview_of(0).nice;
+	ck_assert_int_eq(proxylock_rwlock_unlock(&L), 0);
+	sem_post(&r_done);
+	sem_wait(&r_step);  /* alive until the kernel's view of it is read */
+	return NULL;
+}
+
+START_TEST(a_second_fast_path_after_a_retraction_leaves_no_lend_after_the_unlock)
+{
+	pthread_t x, r, w;
+
+	require_nice_lending();
+	sem_init(&x_go, 0, 0);
+	sem_init(&x_in, 0, 0);
+	sem_init(&r_step, 0, 0);
+	sem_init(&r_done, 0, 0);
+	sem_init(&w_done, 0, 0);
+	ck_assert_int_eq(pthread_create(&x, NULL, holder, NULL), 0);
+	sem_wait(&x_in);                                      /* X reads */
+	ck_assert_int_eq(pthread_create(&r, NULL, retracting_reader, NULL), 0);
+	sem_wait(&r_done);                                    /* R published */
+	ck_assert_int_eq(pthread_create(&w, NULL, writer, NULL), 0);
+	/* W queues behind X and its scan lends to R's published slot. */
+	ck_assert_msg(eventually(kview_of(rtid).nice == 0, (int)(time_bound_ns(2000000000ull) / 1000000)),
+	              "the queued writer never lent to the published reader");
+	sem_post(&r_step);
+	sem_wait(&r_done);                                    /* R retracted */
+	sem_post(&x_go);
+	sem_wait(&w_done);                                    /* X left; W came and went */
+	sem_post(&r_step);
+	sem_wait(&r_done);                                    /* R read and left */
+	ck_assert_int_eq(r_rc, 0);
+	/* The property (RW6): no lend keyed by L stays on a thread that
+	 * left L; R's base is nice 19. */
+	ck_assert_msg(kview_of(rtid).nice == 19,
+	              "the reader kept the departed writer's lend after its unlock (nice %d; %d while reading)",
+	              kview_of(rtid).nice, r_nice_reading);
+	sem_post(&r_step);
+	pthread_join(x, NULL);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+}
+END_TEST
+
+static Suite *rwrace_suite(void)
+{
+	Suite *s = suite_create("rwrace");
+	TCase *tc = tcase_create("races");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_second_fast_path_after_a_retraction_leaves_no_lend_after_the_unlock);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(rwrace_suite)
