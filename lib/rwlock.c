@@ -37,7 +37,8 @@
  *       L grants or clears it, and no fast path frees L while it is set.
  *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
  *       grant nobody, except while a granter that stopped at
- *       GRANT_BATCH is on its way back to the bucket.
+ *       GRANT_BATCH is on its way back to the bucket (where it reads
+ *       rw only once it sees someone queued: grant_and_unlock).
  *  RW4  A grant shows in the word and in the reader's slot before the
  *       waiter's park word says HANDED (it may return at once).
  *  RW5  (no reader missed) a reader's slot names rw from before its
@@ -242,6 +243,19 @@ static void wake_granted(struct grants *g)
  * With @rw's bucket @b locked: grant what can be granted, drop the
  * bucket, wake, flush the lends, and come back for more while a batch
  * filled up (RW3).
+ *
+ * Coming back, @rw's memory is not ours to read until we see someone
+ * still queued on it: the readers just granted may have unlocked,
+ * granted the rest, and the last one destroyed and freed @rw (legal once
+ * it is unheld and nobody waits; glibc bug 13690 is the same race).  So
+ * the bucket is found by @rw's address alone and its queue looked at
+ * (keys compared, nothing dereferenced) before grant() reads the word
+ * and flags: a queued waiter is inside a call on @rw, which is alive
+ * until it returns.  (Memory reused at the same address for a new rwlock
+ * with waiters: grant() then grants what that one's state allows, as any
+ * bucket hold may.)  No plk_rw_lend_prepare either, which reads the
+ * word: a batch adds as holders only queued waiters, which have records,
+ * and its lend goes to holders lent to before, at their join or grant.
  */
 static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw)
 {
@@ -255,8 +269,11 @@ static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw)
 		plk_lend_flush();
 		if (!again)
 			return;
-		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
+		if (!plk_waitq_first(b, plk_rw_key(rw))) {
+			plk_waitq_unlock(b);  /* nobody left to grant: @rw may be gone */
+			return;
+		}
 	}
 }
 

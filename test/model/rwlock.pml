@@ -306,7 +306,11 @@ inline grant() {
 		fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0
 	}
 }
-/* grant_and_unlock: come back while a batch filled up. */
+/* grant_and_unlock: come back while a batch filled up.  The code, back
+ * in the bucket, first looks whether anyone is still queued and with
+ * nobody leaves without touching the rwlock (the granted readers may
+ * have freed it: not expressible here); grant() with an empty queue
+ * changes nothing, so the model's plain grant() is the same. */
 inline grant_loop() {
 	again = 0;
 	grant();
