@@ -427,18 +427,31 @@ static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t cloc
 	return rw_timedout(rw, me, h);
 }
 
-/* Out of memory for a record: wait without queueing (no donation). */
+/*
+ * Out of memory for a record: wait without queueing (no donation).  A
+ * new reader joins only with PLK_RW_WAITERS clear; a recursive one (its
+ * slot names @rw: it reads already) also with the bit set, as it would
+ * join in the bucket (reader_may_join), unless the kind is
+ * PREFER_WRITER_NONRECURSIVE (glibc's semantics): else a queued writer
+ * waits for its first hold while it yields for ever.  Its increment
+ * leaves the bit and the holder set alone (it is named and lent to
+ * already); bucket holders re-read the count in word_update, and a
+ * count it raises was above 0, so no grant decision changes.
+ */
 static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
                        const struct timespec *abstime, struct rd_hold *h)
 {
-	uint32_t self = plk_tid();
+	uint32_t self = plk_tid(), bar = PLK_RW_WRITER | PLK_RW_WAITERS;
 
+	if (!write && h->recursive &&
+	    plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE)
+		bar = PLK_RW_WRITER;
 	for (;;) {
 		uint32_t w = plk_rw_word(rw);
 		bool published = false;
 
 		if (write ? w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self) :
-		    !(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX &&
+		    !(w & bar) && (w & PLK_RW_VALUE) != PLK_RW_READERS_MAX &&
 		    (rd_hold_publish(rw, h, 0), published = true, plk_rw_cas(rw, w, w + 1)))
 			return 0;
 		if (published)

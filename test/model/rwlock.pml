@@ -36,6 +36,11 @@
  *                       path
  *   -DRW_RECURSIVE      the first reader takes a second, recursive read
  *                       hold inside each of its holds
+ *   -DRW_NORECORD       with -DRW_RECURSIVE: the recursive read has no
+ *                       thread record (rw_yielding: it never queues, it
+ *                       yields until its CAS may go); not with
+ *                       -DPREFER_W, where it yields for ever behind a
+ *                       queued writer as glibc's NONRECURSIVE deadlocks
  *   -DRW_ALLOW_NR_DEADLOCK  with -DPREFER_W -DRW_RECURSIVE: the end state
  *                       glibc's NONRECURSIVE kind also deadlocks in (a
  *                       recursive read queued behind a writer that waits
@@ -90,6 +95,11 @@
  *                       consumes it: the reader leaves by the fast path
  *                       with a lend a scan gave its retracted slot
  *                       (violated: RW6)
+ *   -DBROKEN_RW_YIELD   with -DRW_RECURSIVE -DRW_NORECORD: rw_yielding
+ *                       joins only with WAITERS clear, also recursively:
+ *                       the reader yields for ever while the queued
+ *                       writer waits for its hold (violated: a recursive
+ *                       read yields for ever)
  *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
  *                       read that queues marks its held slot pending (no
  *                       !recursive test in rd_hold_publish); the grant
@@ -134,6 +144,7 @@ byte rd[N + 1];			/* ghost: read holds */
 byte writing;			/* ghost: the writer in its critical section */
 byte done;
 bool stuck;			/* -DRW_ALLOW_NR_DEADLOCK: the monitor saw it */
+byte yielder;			/* -DRW_NORECORD: the reader in rw_yielding */
 /* Scratch of the bucket's d_steps (each resets what it used to 0). */
 byte sc, fw, gk, gt, c0, g, tk;
 
@@ -141,8 +152,10 @@ byte sc, fw, gk, gt, c0, g, tk;
 #define QR	(nqr > 0)
 #ifdef PREFER_W
 #define MAYJOIN	(wr == 0 && !QW)
+#define YJOIN	(wr == 0 && !wt)	/* rw_yielding, a recursive read */
 #else
 #define MAYJOIN	(wr == 0)
+#define YJOIN	(wr == 0)
 #endif
 /* RW3: a queued waiter the rules would grant now. */
 #ifdef PREFER_W
@@ -487,6 +500,18 @@ inline rdlock_rec() {
 	atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> skip fi };
 	if
 	:: got -> skip
+#ifdef RW_NORECORD
+	:: else ->
+		/* rw_yielding (no record): no queue, yield until its CAS may
+		 * go; a recursive read joins with WAITERS set unless
+		 * NONRECURSIVE (a blocking guard stands for the loop). */
+		yielder = me;
+#ifndef BROKEN_RW_YIELD
+		atomic { YJOIN -> cnt++; got = 1; yielder = 0 }
+#else
+		atomic { !wt && wr == 0 -> cnt++; got = 1; yielder = 0 }
+#endif
+#else
 	:: else ->
 		bucket_lock();
 		d_step {
@@ -502,6 +527,7 @@ inline rdlock_rec() {
 		};
 		bucket_unlock();
 		if :: !got -> rw_wait() :: else -> skip fi
+#endif
 	fi;
 	if :: got -> d_step { rd[me]++; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") } :: else -> skip fi;
 	rec = 0
@@ -651,6 +677,7 @@ active proctype monitor()
 	/* Nothing can move.  Whoever holds L must be in it (or asleep in a
 	 * recursive read): else a grant was dropped and L stays held. */
 	CHECK(cnt == RDSUM && wr == writing, "violated: lost wake-up: L held for a thread not in it\n");
+	CHECK(yielder == 0, "violated: a recursive read yields for ever behind a writer that waits for it\n");
 	/* A reader asleep in the queue while holding L (a recursive read). */
 	d_step {
 		gt = 0; gk = 0;
