@@ -54,7 +54,9 @@
  *       bucket (later scans see its slot clear), then withdraws.  A
  *       publication whose CAS failed after the bit appeared is retracted
  *       and withdrawn (under the bucket before queueing, else
- *       rd_not_reader, or at the last unlock: withdraw[]), also one the
+ *       rd_not_reader; joined with the bit clear, at once under the
+ *       bucket: rd_joined_clear; else at the last unlock: withdraw[]),
+ *       also one the
  *       spin kept across a count change, once the spin ends;
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
@@ -373,7 +375,36 @@ static void rd_hold_done(struct rd_hold *h)
 	}
 	h->s->depth[h->slot]++;
 	if (h->retracted && !h->recursive)
-		h->s->withdraw[h->slot] = 1;  /* a stale lend may sit beside the real one */
+		h->s->withdraw[h->slot] = 1;  /* a stale lend may sit beside the real one
+		                                 (joined with WAITERS set, or by
+		                                 rw_yielding) */
+}
+
+/*
+ * Joined @rw by a CAS that saw PLK_RW_WAITERS clear (rdlock_slow's spin)
+ * after a retraction a scan may have lent to: under the bucket, with
+ * the bit still clear, any lend keyed by @rw on us is stale (lends are
+ * given only with the bit set, and whoever cleared it withdrew from
+ * every slot naming @rw, ours retracted then), so it goes now, not at
+ * our last unlock: else we read with a departed writer's lend (the
+ * model's BROKEN_RW_STALE).  The apply is deferred to the flush after
+ * the drop.  With the bit set again, a writer may since have lent to us
+ * for real (our slot names @rw): withdraw[] at the last unlock, as
+ * before.
+ */
+static void rd_joined_clear(proxylock_rwlock_t *rw, struct rd_hold *h)
+{
+	struct plk_bucket *b;
+
+	if (!h->retracted || h->recursive)
+		return;
+	b = plk_waitq_lock(rw);
+	if (!(plk_rw_word(rw) & PLK_RW_WAITERS)) {
+		plk_donate_withdraw_tid((pid_t)plk_tid(), rw);
+		h->retracted = false;
+	}
+	plk_waitq_unlock(b);
+	plk_lend_flush();
 }
 
 /* Publish slot @h before the increment that makes us a reader (RW5). */
@@ -501,6 +532,7 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			rd_hold_publish(rw, &h, 0);
 			published = true;
 			if (plk_rw_cas(rw, w, w + 1)) {
+				rd_joined_clear(rw, &h);
 				rd_hold_done(&h);
 				return 0;
 			}
@@ -559,8 +591,14 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 				plk_waitq_unlock(b);
 				continue;
 			}
-			if (w & PLK_RW_WAITERS)
+			if (w & PLK_RW_WAITERS) {
 				plk_rw_lend_update(b, rw);  /* the queue lends to us too */
+			} else if (h.retracted && !h.recursive) {
+				/* Joined with the bit clear: a retraction's lend
+				 * is stale (rd_joined_clear); applied at the flush. */
+				plk_donate_withdraw_tid((pid_t)self, rw);
+				h.retracted = false;
+			}
 			plk_waitq_unlock(b);
 			plk_lend_flush();
 			rd_hold_done(&h);

@@ -54,7 +54,8 @@
  *                       not grant: readers queued behind it sleep on a
  *                       read-held lock they may join (violated: RW3)
  *   -DBROKEN_RW_RETRACT a reader whose publication was retracted (its
- *                       CAS failed) does not withdraw (violated: RW6)
+ *                       CAS failed) does not withdraw, at any point
+ *                       (violated: RW6)
  *   -DBROKEN_RW_KEEP    with -DPREFER_W: a grant to readers that empties
  *                       the queue clears PLK_RW_WAITERS although readers
  *                       from before hold: one inside its unlock, lent to
@@ -100,6 +101,12 @@
  *                       the reader yields for ever while the queued
  *                       writer waits for its hold (violated: a recursive
  *                       read yields for ever)
+ *   -DBROKEN_RW_STALE   a reader whose retracted publication was lent to
+ *                       and which joins by a later CAS with WAITERS clear
+ *                       (the spin, or the bucket) keeps that lend through
+ *                       its read section, until its withdraw[] unlock
+ *                       (violated: RW6: a reader reads with a lend while
+ *                       WAITERS is clear)
  *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
  *                       read that queues marks its held slot pending (no
  *                       !recursive test in rd_hold_publish); the grant
@@ -446,6 +453,18 @@ inline rdlock() {
 	act = 0;
 	if
 	:: got ->
+#if !defined(BROKEN_RW_STALE) && !defined(BROKEN_RW_RETRACT)
+		/* rd_joined_clear: joined by a CAS with WAITERS clear after a
+		 * retraction: under the bucket, with the bit still clear, any
+		 * lend keyed by L on us is stale: it goes now */
+		if
+		:: retracted ->
+			bucket_lock();
+			d_step { if :: !wt -> withdraw(); retracted = 0 :: else -> skip fi };
+			bucket_unlock()
+		:: else -> skip
+		fi;
+#endif
 #ifndef BROKEN_RW_RETRACT
 		wflag = retracted
 #else
@@ -457,7 +476,13 @@ inline rdlock() {
 		 * are one step here. */
 		d_step {
 			if
-			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); got = 1
+			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); got = 1;
+#if !defined(BROKEN_RW_STALE) && !defined(BROKEN_RW_RETRACT)
+				/* joined with WAITERS clear: a retraction's lend is stale */
+				if :: !wt && retracted -> withdraw(); retracted = 0 :: else -> skip fi
+#else
+				skip
+#endif
 			:: else -> wt = 1; slot[me] = 2;
 #if !defined(BROKEN_RW_RETRACT) && !defined(BROKEN_RW_WITHDRAW)
 				/* a retracted publication's lend goes before we queue */
@@ -482,7 +507,8 @@ inline rdlock() {
 		fi
 	fi;
 	if
-	:: got -> d_step { rd[me] = 1; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") }
+	:: got -> d_step { rd[me] = 1; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n");
+		CHECK(wt || !lent[me], "violated: RW6: a reader reads with a lend while WAITERS is clear\n") }
 	:: else -> skip
 	fi
 }
