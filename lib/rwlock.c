@@ -742,8 +742,13 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 	if ((plk_rw_word(rw) & ~PLK_RW_WAITERS) == 0 && !plk_waitq_first(b, plk_rw_key(rw))) {
 		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
 		withdraw_publishers(rw);
+		/* From the clear on, @rw may be taken, released, destroyed
+		 * and freed by the fast paths: nothing to grant, no read. */
+		plk_waitq_unlock(b);
+		plk_lend_flush();
+	} else {
+		grant_and_unlock(b, rw);
 	}
-	grant_and_unlock(b, rw);
 	rd_not_reader(rw);  /* not a holder any more, of either kind */
 }
 
