@@ -910,7 +910,11 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 
 	if (caller_is_urcu(ra) || rwlock_is_glibc(prw))
 		return glibc_rw_op(prw, write, op, clock, abstime);
-	if (op == OP_TRY || (op == OP_TIMED && rw_deadline_bad(clock, abstime))) {
+	/* A timed read with no deadline is the core's EINVAL, given before
+	 * its fast path: after ours, the retraction a failed one may leave
+	 * would go unconsumed (rwlockword.h). */
+	if (op == OP_TRY ||
+	    (op == OP_TIMED && (rw_deadline_bad(clock, abstime) || (!write && !abstime)))) {
 		err = rw_lock_slow(rw, write, op, clock, abstime);
 	} else if (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw)) {
 		err = 0;

@@ -7,8 +7,10 @@
  * and the privilege to lower nice (root).
  */
 #include <semaphore.h>
+#include <sys/mman.h>
 
 #include "helpers.h"
+#include "registry.h"
 #include "rwlockword.h"
 
 static proxylock_rwlock_t L = PROXYLOCK_RWLOCK_INITIALIZER;
@@ -124,6 +126,92 @@ START_TEST(a_retracted_reader_joining_with_waiters_clear_reads_without_the_stale
 }
 END_TEST
 
+/* --- an unlock that frees the lock reads it no more ------------------- */
+
+static proxylock_rwlock_t *F;       /* on a page of its own, unmapped below */
+static sem_t f_in, f_go, p_in, p_go;
+static pid_t ptid;
+
+static void *freeing_reader(void *p)
+{
+	(void)p;
+	ck_assert_int_eq(proxylock_rwlock_rdlock(F), 0);
+	sem_post(&f_in);
+	sem_wait(&f_go);
+	ck_assert_int_eq(proxylock_rwlock_unlock(F), 0);  /* slow: WAITERS left set */
+	return NULL;
+}
+
+/* A reader between its slot store and its CAS (rwlockword.h): the
+ * freeing unlock's withdrawal visits its record. */
+static void *publisher(void *p)
+{
+	struct plk_rdset *s;
+	int i;
+
+	(void)p;
+	ptid = gettid_();
+	ck_assert_ptr_nonnull(plk_thread_self());
+	s = plk_rdset_self();
+	ck_assert_ptr_nonnull(s);
+	i = plk_rdset_free_slot(s);
+	ck_assert_int_ge(i, 0);
+	__atomic_store_n(&s->lock[i], (uintptr_t)F, __ATOMIC_RELAXED);
+	sem_post(&p_in);
+	sem_wait(&p_go);
+	return NULL;
+}
+
+/* Once an unlock has cleared WAITERS with the lock free and nobody
+ * queued, others may take it, release it, destroy and free it (glibc
+ * bug 13690's case): that unlock must not read it again.  The window
+ * (its withdrawal of publishers) is held open by holding a publisher's
+ * record lock; F's page is unmapped inside it.  Failed before (SIGSEGV
+ * in grant(), called after the clear). */
+START_TEST(an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	struct plk_thread *t;
+	struct timespec ts;
+	pthread_t a, p;
+
+	F = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(F, MAP_FAILED);
+	ck_assert_int_eq(proxylock_rwlock_init(F, NULL), 0);
+	sem_init(&f_in, 0, 0);
+	sem_init(&f_go, 0, 0);
+	sem_init(&p_in, 0, 0);
+	sem_init(&p_go, 0, 0);
+	ck_assert_int_eq(pthread_create(&a, NULL, freeing_reader, NULL), 0);
+	sem_wait(&f_in);
+	/* A writer queues and times out: the queue is empty, WAITERS stays (RW2). */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += 20000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	ck_assert_int_eq(proxylock_rwlock_clockwrlock(F, CLOCK_MONOTONIC, &ts), ETIMEDOUT);
+	ck_assert_int_ne(plk_rw_word(F) & PLK_RW_WAITERS, 0);
+	ck_assert_int_eq(pthread_create(&p, NULL, publisher, NULL), 0);
+	sem_wait(&p_in);
+	t = plk_thread_lock_tid(ptid, PLK_RECORD_FIND);
+	ck_assert_ptr_nonnull(t);
+	sem_post(&f_go);
+	/* The unlock clears the word, then waits for the publisher's record. */
+	ck_assert_msg(eventually(plk_rw_word(F) == 0, (int)(time_bound_ns(2000000000ull) / 1000000)),
+	              "the reader's unlock never freed the rwlock");
+	ck_assert_int_eq(proxylock_rwlock_wrlock(F), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(F), 0);
+	ck_assert_int_eq(proxylock_rwlock_destroy(F), 0);
+	ck_assert_int_eq(munmap(F, pg), 0);
+	plk_thread_unlock(t);
+	pthread_join(a, NULL);
+	sem_post(&p_go);
+	pthread_join(p, NULL);
+}
+END_TEST
+
 static Suite *rwrace_suite(void)
 {
 	Suite *s = suite_create("rwrace");
@@ -132,6 +220,7 @@ static Suite *rwrace_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_second_fast_path_after_a_retraction_leaves_no_lend_after_the_unlock);
 	tcase_add_test(tc, a_retracted_reader_joining_with_waiters_clear_reads_without_the_stale_lend);
+	tcase_add_test(tc, an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more);
 	suite_add_tcase(s, tc);
 	return s;
 }
