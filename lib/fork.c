@@ -84,5 +84,11 @@ static __attribute__((constructor)) void fork_hooks_install(void)
 {
 	plk_waitq_fork_init();
 	plk_stats_fork_init();
+	/* The record key made at load, among the program's first keys:
+	 * glibc keeps the first 32 in each thread's own block, so setting
+	 * it in fork's parent handler (a forking thread that adopted its
+	 * record) allocates nothing while an allocator registered after us
+	 * still holds its fork locks. */
+	plk_registry_key_init();
 	plk_fork_hooks_installed = pthread_atfork(fork_prepare, fork_parent, fork_child) == 0;
 }

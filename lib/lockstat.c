@@ -129,17 +129,18 @@ static unsigned long addr_hash(const void *addr)
 }
 
 /* A fresh zero mapping of @bytes for rows or index slots, marked
- * MADV_WIPEONFORK (see the top); MAP_FAILED if none.  A kernel that does
- * not do the advice (EINVAL, or ENOSYS or EPERM for madvise itself)
- * leaves the reset to the child (rows_kept_on_fork); one that does but
- * cannot apply it now (ENOMEM, EAGAIN) gives no mapping: a fork child
- * would find its rows. */
+ * MADV_WIPEONFORK (see the top); MAP_FAILED if none.  A kernel that did
+ * not do the advice at load (EINVAL, or ENOSYS or EPERM for madvise
+ * itself) leaves the reset to the child (rows_kept_on_fork); where it
+ * did, any refusal now (ENOMEM, EAGAIN, or a seccomp filter installed
+ * since) gives no mapping: the child resets nothing and would find its
+ * rows. */
 static void *stat_map(size_t bytes)
 {
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (p != MAP_FAILED && madvise(p, bytes, MADV_WIPEONFORK) != 0 &&
-	    (errno == ENOMEM || errno == EAGAIN)) {
+	    (!rows_kept_on_fork || errno == ENOMEM || errno == EAGAIN)) {
 		munmap(p, bytes);
 		return MAP_FAILED;
 	}

@@ -180,15 +180,19 @@ uint32_t plk_rdset_count(void)
  * are read: the walk stops at the first whose owner word is 0, as no set
  * after it was ever claimed (a claimer takes the first set it finds free,
  * in table order, and moves on only when that set was claimed by another;
- * an owner word never returns to 0, as every claim and release adds to
- * its upper half).  Not rdsets_hwm: a thread may have claimed a set and
- * not yet raised the mark when the fork was taken.  The table is 128 KiB
- * of .bss, mostly never touched, and each of its pages that a child reads
- * is a page fault of its own (issue 18: 31 of the child's 44 extra).
+ * an owner word returns to 0 only when its upper half, to which every
+ * claim and release adds, wraps after 2^31 uses of the set, and such a
+ * set is below rdsets_hwm, which is walked too).  Not rdsets_hwm alone:
+ * a thread may have claimed a set and not yet raised the mark when the
+ * fork was taken.  The table is 128 KiB of .bss, mostly never touched,
+ * and each of its pages that a child reads is a page fault of its own
+ * (issue 18: 31 of the child's 44 extra).
  */
 void plk_rdset_fork_child(void)
 {
-	for (uint32_t i = 0; i < PLK_RDSETS && rdsets[i].owner != 0; i++)
+	uint32_t hwm = rdsets_hwm;
+
+	for (uint32_t i = 0; i < PLK_RDSETS && (rdsets[i].owner != 0 || i < hwm); i++)
 		if (&rdsets[i] != plk_tls_rdset && owner_tid(rdsets[i].owner) != 0)
 			set_release(&rdsets[i]);
 	if (plk_tls_rdset) {

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "stats.h"
 
@@ -30,7 +31,14 @@ void proxylock_stats_get(struct proxylock_stats *out)
 
 void plk_stats_fork_init(void)
 {
-	stats_wipe_on_fork = madvise(&plk_stats_page, sizeof(plk_stats_page), MADV_WIPEONFORK) == 0;
+	long pg = sysconf(_SC_PAGESIZE);  /* from the auxv: no syscall */
+
+	/* Whole kernel pages only: with pages larger than the 4 KiB it is
+	 * aligned to (16 or 64 KiB on some arm64 kernels) the advice would
+	 * wipe the .bss after it in the child too. */
+	stats_wipe_on_fork = pg > 0 && sizeof(plk_stats_page) % (size_t)pg == 0 &&
+	                     (uintptr_t)&plk_stats_page % (uintptr_t)pg == 0 &&
+	                     madvise(&plk_stats_page, sizeof(plk_stats_page), MADV_WIPEONFORK) == 0;
 }
 
 void plk_stats_fork_child(void)

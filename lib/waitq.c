@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "waitq.h"
 
@@ -205,7 +206,12 @@ void plk_waitq_fork_parent(void)
 
 void plk_waitq_fork_init(void)
 {
-	buckets_wipe_on_fork = sizeof(buckets) % 4096 == 0 &&
+	long pg = sysconf(_SC_PAGESIZE);  /* from the auxv: no syscall */
+
+	/* Whole kernel pages only (as stats.c's page): a larger kernel page
+	 * than the table's 4 KiB alignment would wipe the .bss after it. */
+	buckets_wipe_on_fork = pg > 0 && sizeof(buckets) % (size_t)pg == 0 &&
+	                       (uintptr_t)buckets % (uintptr_t)pg == 0 &&
 	                       madvise(buckets, sizeof(buckets), MADV_WIPEONFORK) == 0;
 }
 
