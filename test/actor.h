@@ -152,7 +152,7 @@ static inline void actor_post(struct actor *a, int cmd, void *lock)
  */
 static inline int actor_wait(struct actor *a)
 {
-	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 5000),
+	ck_assert_msg(eventually(__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), bound_ms(5000)),
 	              "actor %d stuck in command %d (entered %d, sleeping %d), lock word %#x",
 	              a->tid, __atomic_load_n(&a->cmd, __ATOMIC_RELAXED),
 	              __atomic_load_n(&a->entered, __ATOMIC_RELAXED), thread_sleeping(a->tid),
@@ -187,7 +187,7 @@ static inline void actor_block_on(struct actor *a, int cmd, void *lock)
 
 	actor_post(a, cmd, lock);
 	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
-	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), 2000),
+	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), bound_ms(2000)),
 	              "actor %d did not block", a->tid);
 }
 

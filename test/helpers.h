@@ -189,6 +189,12 @@ static inline uint64_t time_bound_ns(uint64_t ns)
 	return slack && atoi(slack) > 1 ? ns * (uint64_t)atoi(slack) : ns;
 }
 
+/* @ms stretched as time_bound_ns stretches: eventually()'s bound. */
+static inline int bound_ms(int ms)
+{
+	return (int)(time_bound_ns((uint64_t)ms * 1000000u) / 1000000u);
+}
+
 /* One Check suite per file, run with CK_NORMAL; exit status = failures. */
 #define PLK_TEST_MAIN(make_suite)                                        \
 	int main(void)                                                   \

@@ -52,7 +52,7 @@ static inline void rw_writer_lends_to_readers(const struct rw_lending *k, int n)
 	k->start_high(&w, 0);
 	actor_block_on(&w, ACT_WRLOCK, &rw);
 	for (int i = 0; i < n; i++)
-		ck_assert_msg(eventually(k->lent(&r[i], 1), 2000), "reader %d of %d not lent to", i, n);
+		ck_assert_msg(eventually(k->lent(&r[i], 1), bound_ms(2000)), "reader %d of %d not lent to", i, n);
 	for (int i = 0; i < n; i++) {
 		actor_do(&r[i], ACT_RWUNLOCK, &rw, 0);
 		rw_restored_at_its_unlock(k, &r[i], "a reader");
@@ -85,9 +85,9 @@ static inline void rw_readers_lend_to_writer(const struct rw_lending *k)
 	k->start_high(&r2, 1);
 	actor_do(&h, ACT_WRLOCK, &rw, 0);
 	actor_block_on(&r1, ACT_RDLOCK, &rw);
-	ck_assert_msg(eventually(k->lent(&h, 1), 2000), "the writer not lent to by one reader");
+	ck_assert_msg(eventually(k->lent(&h, 1), bound_ms(2000)), "the writer not lent to by one reader");
 	actor_block_on(&r2, ACT_RDLOCK, &rw);
-	ck_assert_msg(eventually(k->lent(&h, 2), 2000), "the writer not lent to by both readers");
+	ck_assert_msg(eventually(k->lent(&h, 2), bound_ms(2000)), "the writer not lent to by both readers");
 	actor_do(&h, ACT_RWUNLOCK, &rw, 0);
 	rw_restored_at_its_unlock(k, &h, "the writer");
 	ck_assert_int_eq(actor_wait(&r1), 0);
@@ -117,11 +117,11 @@ static inline void rw_writer_times_out_and_withdraws(const struct rw_lending *k)
 	actor_do(&r2, ACT_RDLOCK, &rw, 0);
 	w.timeout_ns = (long)time_bound_ns(1000000000);
 	actor_block_on(&w, ACT_TIMEDWRLOCK, &rw);
-	ck_assert_msg(eventually(k->lent(&r1, 1) && k->lent(&r2, 1), 2000), "a reader not lent to");
+	ck_assert_msg(eventually(k->lent(&r1, 1) && k->lent(&r2, 1), bound_ms(2000)), "a reader not lent to");
 	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
 	/* Restored once the withdrawal is applied: by the writer itself,
 	 * before its call returned, or (token busy) by the holder of it. */
-	ck_assert_msg(eventually(k->at_base(&r1) && k->at_base(&r2), 1000), "a reader stayed lent to");
+	ck_assert_msg(eventually(k->at_base(&r1) && k->at_base(&r2), bound_ms(1000)), "a reader stayed lent to");
 	actor_do(&r1, ACT_RWUNLOCK, &rw, 0);
 	rw_restored_at_its_unlock(k, &r1, "reader 1");
 	actor_do(&r2, ACT_RWUNLOCK, &rw, 0);
@@ -155,9 +155,9 @@ static inline void rw_chain_rwlock_mutex_rwlock(const struct rw_lending *k)
 	actor_block_on(&r, ACT_LOCK, &m);
 	ck_assert(k->at_base(&r2));           /* H's context is R2's: nothing new */
 	actor_block_on(&w, ACT_WRLOCK, &l1);
-	ck_assert_msg(eventually(k->lent(&r, 1), 2000), "R not lent to");
-	ck_assert_msg(eventually(k->lent(&h, 1), 2000), "H not lent to");
-	ck_assert_msg(eventually(k->lent(&r2, 1), 2000), "R2 not lent to through the chain");
+	ck_assert_msg(eventually(k->lent(&r, 1), bound_ms(2000)), "R not lent to");
+	ck_assert_msg(eventually(k->lent(&h, 1), bound_ms(2000)), "H not lent to");
+	ck_assert_msg(eventually(k->lent(&r2, 1), bound_ms(2000)), "R2 not lent to through the chain");
 	actor_do(&r2, ACT_RWUNLOCK, &l2, 0);
 	rw_restored_at_its_unlock(k, &r2, "R2");
 	ck_assert_int_eq(actor_wait(&h), 0);  /* H writes L2 now */
