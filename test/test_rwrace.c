@@ -185,12 +185,7 @@ START_TEST(an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more)
 	ck_assert_int_eq(pthread_create(&a, NULL, freeing_reader, NULL), 0);
 	sem_wait(&f_in);
 	/* A writer queues and times out: the queue is empty, WAITERS stays (RW2). */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_nsec += 20000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = abstime_in(CLOCK_MONOTONIC, 20000000);
 	ck_assert_int_eq(proxylock_rwlock_clockwrlock(F, CLOCK_MONOTONIC, &ts), ETIMEDOUT);
 	ck_assert_int_ne(plk_rw_word(F) & PLK_RW_WAITERS, 0);
 	ck_assert_int_eq(pthread_create(&p, NULL, publisher, NULL), 0);
