@@ -85,7 +85,7 @@ void plk_rw_lend_prepare(const proxylock_rwlock_t *rw)
 		return;
 	}
 	/* Lock-free: a hint for the scan under the bucket (rdset.h). */
-	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX, false);
 	(void)plk_registry_reserve_n(tids, n < PLK_RW_LEND_MAX ? n : PLK_RW_LEND_MAX);
 	(void)plk_registry_reserve(0);
 }
@@ -98,13 +98,16 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	pid_t tids[PLK_RW_LEND_MAX];
 	struct plk_thread *t;
 	struct plk_lend lend;
+	bool queued = false;
 	int n;
 
 	if (!kinds || !(w & PLK_RW_WAITERS) || w == PLK_RW_DESTROYED)
 		return;
 	plk_lend_init(&lend);
-	plk_waitq_for_each(b, plk_rw_key(rw), t)
+	plk_waitq_for_each(b, plk_rw_key(rw), t) {
 		plk_donate_fold(&lend, t, kinds);
+		queued = true;
+	}
 	if (w & PLK_RW_WRITER) {
 		pid_t owner = plk_owner_tid_locked(w);
 
@@ -112,7 +115,9 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 			plk_donate_set(owner, rw, &lend, depth);
 		return;
 	}
-	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX);
+	/* Named only with someone queued: an empty queue lends nothing
+	 * (its entries go), and a named reader unlocks by the bucket. */
+	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX, queued);
 	if (n > PLK_RW_LEND_MAX) {
 		plk_stat_inc(chain_truncated);
 		n = PLK_RW_LEND_MAX;

@@ -142,8 +142,9 @@ struct plk_rdset *plk_rdset_self(void)
 	return NULL;
 }
 
-pid_t plk_rdset_reader_at(const void *lock, uint32_t i)
+pid_t plk_rdset_reader_at(const void *lock, uint32_t i, bool name)
 {
+	uintptr_t held = (uintptr_t)lock, named = held | PLK_RD_NAMED;
 	struct plk_rdset *s;
 	uint64_t o;
 
@@ -154,8 +155,19 @@ pid_t plk_rdset_reader_at(const void *lock, uint32_t i)
 	if (owner_tid(o) == 0)
 		return 0;
 	for (int j = 0; j < PLK_RD_SLOTS; j++) {
-		if (__atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE) != (uintptr_t)lock)
+		uintptr_t v = __atomic_load_n(&s->lock[j], __ATOMIC_ACQUIRE);
+
+		if (v != held && v != named)
 			continue;
+		/* The mark and the owner's exchange at unlock are RMWs of one
+		 * word: either the owner sees the mark (and withdraws under
+		 * the bucket, after this hold) or the mark fails on its
+		 * cleared slot (and nothing is lent).  Acquire, as the loads:
+		 * the owner's second read stays after it (arm64). */
+		if (name && v == held &&
+		    !__atomic_compare_exchange_n(&s->lock[j], &v, named, 0, __ATOMIC_ACQUIRE,
+		                                 __ATOMIC_ACQUIRE))
+			return 0;  /* cleared (or retracted) meanwhile: not a reader */
 		if (__atomic_load_n(&s->owner, __ATOMIC_ACQUIRE) != o)
 			return 0;  /* released meanwhile: not a reader any more */
 		return (pid_t)owner_tid(o);
@@ -163,13 +175,14 @@ pid_t plk_rdset_reader_at(const void *lock, uint32_t i)
 	return 0;
 }
 
-int plk_rdset_readers(const void *lock, pid_t *tids, int max)
+int plk_rdset_readers(const void *lock, pid_t *tids, int max, bool name)
 {
 	uint32_t n = plk_rdset_count();
 	int found = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		pid_t tid = plk_rdset_reader_at(lock, i);
+		/* Past @max nobody is lent to, so nobody is marked. */
+		pid_t tid = plk_rdset_reader_at(lock, i, name && found < max);
 
 		if (tid == 0)
 			continue;

@@ -9,10 +9,15 @@
  * PLK_RD_SLOTS slots, one per rwlock the thread holds for reading, with
  * its recursion depth.  Only the owning thread writes its slots, except
  * that a thread granting a queued reader the lock writes the slot that
- * reader reserved (it is asleep, so it writes none of its own then).
+ * reader reserved (it is asleep, so it writes none of its own then), and
+ * that a scan under the rwlock's bucket marks a held slot PLK_RD_NAMED
+ * by CAS (so the owner clears a slot it may be named in by exchange).
  * Slot values: 0 free; the rwlock's address: held for reading; the
- * address | PLK_RD_PENDING: reserved by a queued reader (not a reader
- * yet, never lent to).  The protocol's side of the argument (a slot is
+ * address | PLK_RD_NAMED: held for reading and named by a scan (lent
+ * to; set by the scanner's CAS under the rwlock's bucket, so the owner's
+ * exchange at unlock tells whether it must withdraw); the address |
+ * PLK_RD_PENDING: reserved by a queued reader (not a reader yet, never
+ * lent to).  The protocol's side of the argument (a slot is
  * published before the reader's count increment, with release, and
  * cleared before its decrement) is in rwlock.c and docs/design.md.
  *
@@ -34,6 +39,7 @@
 #define PLK_RD_SLOTS 8       /* rwlocks one thread can hold for reading, tracked */
 #define PLK_RDSETS 1024      /* threads tracked at once */
 #define PLK_RD_PENDING 1u    /* slot reserved by a queued reader */
+#define PLK_RD_NAMED 2u      /* a scan named the slot's reader (rwlock.c) */
 
 struct plk_rdset {
 	/* (claims << 32) | TID; TID 0: free.  Read by scanners around the
@@ -67,11 +73,12 @@ PLK_HIDDEN struct plk_rdset *plk_rdset_self(void);
  * interposer's constructor: no first read lock then makes it). */
 PLK_HIDDEN void plk_rdset_key_init(void);
 
-/** plk_rdset_find - index of @s's slot holding exactly @v, or -1. */
+/** plk_rdset_find - index of @s's slot holding @v (named or not), or
+ * -1.  A pending slot (@v | PLK_RD_PENDING) is not @v. */
 static inline int plk_rdset_find(const struct plk_rdset *s, uintptr_t v)
 {
 	for (uint32_t i = 0; i < s->nused; i++)
-		if (__atomic_load_n(&s->lock[i], __ATOMIC_RELAXED) == v)
+		if ((__atomic_load_n(&s->lock[i], __ATOMIC_RELAXED) & ~(uintptr_t)PLK_RD_NAMED) == v)
 			return (int)i;
 	return -1;
 }
@@ -106,12 +113,15 @@ static inline void plk_rdset_put(struct plk_rdset *s, int i)
 }
 
 /**
- * plk_rdset_readers - under @lock's bucket lock: store in @tids (up to
- * @max) the TIDs of the threads whose slot names @lock exactly (read
- * holders); returns how many were found, which may exceed @max.  Pure
- * loads: callable under any internal lock.
+ * plk_rdset_readers - store in @tids (up to @max) the TIDs of the
+ * threads whose slot names @lock (read holders, named or not); returns
+ * how many were found, which may exceed @max.  @name (only under @lock's
+ * bucket lock): mark each slot found PLK_RD_NAMED first, by CAS, and
+ * count only those whose mark took or was there (an owner that cleared
+ * its slot meanwhile is not a reader).  Loads and slot CASes only:
+ * callable under any internal lock.
  */
-PLK_HIDDEN int plk_rdset_readers(const void *lock, pid_t *tids, int max);
+PLK_HIDDEN int plk_rdset_readers(const void *lock, pid_t *tids, int max, bool name);
 
 /** plk_rdset_count - how many read sets a scan visits (the high-water
  * mark: sets [0, count) have been claimed at least once). */
@@ -119,9 +129,9 @@ PLK_HIDDEN uint32_t plk_rdset_count(void);
 
 /**
  * plk_rdset_reader_at - as plk_rdset_readers for read set @i alone: the
- * TID of its owner if a slot of it names @lock exactly, else 0.
+ * TID of its owner if a slot of it names @lock, else 0.
  */
-PLK_HIDDEN pid_t plk_rdset_reader_at(const void *lock, uint32_t i);
+PLK_HIDDEN pid_t plk_rdset_reader_at(const void *lock, uint32_t i, bool name);
 
 /** plk_rdset_fork_child - in a fork child: free every set but the
  * forking thread's (the only thread left). */

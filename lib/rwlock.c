@@ -11,34 +11,46 @@
  * each hold to ThreadSanitizer and Valgrind's tools (tsan.h, vgclient.h)
  * when they watch, as mutex.c does.
  *
- * Waiters queue in the bucket table under plk_rw_key(rw) and are never
- * woken to compete: whoever makes the lock grantable grants it under the
- * bucket (a writer: the word names it; readers: the count includes
- * them, and each one's reserved slot names the rwlock) and only then
- * stores HANDED in their park words.  Which waiters are granted (grant()):
+ * Waiters queue in the bucket table under plk_rw_key(rw).  Whoever
+ * makes the lock grantable grants it under the bucket (a writer: the
+ * word names it; readers: the count includes them, and each one's
+ * reserved slot names the rwlock) and only then stores HANDED in their
+ * park words.  Which waiters are granted (grant()):
  *   - free, and PREFER_WRITER_NONRECURSIVE or no reader queued: the
- *     first queued writer;
+ *     first queued writer; under the prefer-reader kinds, while it has
+ *     waited less than PROXYLOCK_HANDOFF_US, it is instead taken off
+ *     the queue and woken to compete, as a mutex's waiter (RW8): a
+ *     running thread may take the lock first;
  *   - otherwise, not write-held: every queued reader (at most
  *     GRANT_BATCH per bucket hold; the granter comes back for the rest),
  *     unless PREFER_WRITER_NONRECURSIVE and a writer is queued.
  * PREFER_WRITER is PREFER_READER, as in glibc (recursive read locks
- * must not deadlock behind a waiting writer).
+ * must not deadlock behind a waiting writer).  Under those kinds a new
+ * reader joins a read-held lock past a queued writer without the bucket
+ * (rdlock_slow's spin), unnamed until the next scan: the queued writer
+ * rescans every PLK_RW_RESCAN_NS (rw_park).  A scan marks each slot it
+ * names PLK_RD_NAMED (rdset.h); a reader whose slot carries no mark
+ * leaves without the bucket unless its hold is the last.
  *
  * Invariants (under the bucket lock of rw; docs/design.md argues each):
  *  RW1  queue(rw) non-empty  =>  PLK_RW_WAITERS set in the word.
  *  RW2  PLK_RW_WAITERS is cleared only with nobody queued: by the
- *       release that frees the lock, or by a grant that empties the
+ *       release that frees the lock, by a grant that empties the
  *       queue when nobody held the lock before it (a grant to readers
  *       while readers held keeps it: one of those may be inside its
- *       unlock, slot cleared, lent to).  A waiter leaving an empty queue
- *       leaves it set, so every holder unlocks through the bucket and
- *       waits there for its withdrawal's apply (donate.c, I1).  So no
- *       bucket hold finds L free with the bit set: a release that frees
- *       L grants or clears it, and no fast path frees L while it is set.
+ *       unlock, slot cleared, lent to), by a wake that empties it (RW8),
+ *       or by wrlock_slow taking a free lock with nobody left queued.  A
+ *       waiter leaving an empty queue leaves it set, so every named
+ *       holder unlocks through the bucket and waits there for its
+ *       withdrawal's apply (donate.c, I1).  So no bucket hold finds L
+ *       free with the bit set, but while a woken writer is on its way
+ *       back (RW8): a release that frees L grants, wakes or clears, and
+ *       no fast path frees L while the bit is set (RW7).
  *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
  *       grant nobody, except while a granter that stopped at
  *       GRANT_BATCH is on its way back to the bucket (where it reads
- *       rw only once it sees someone queued: grant_and_unlock).
+ *       rw only once it sees someone queued: grant_and_unlock), or a
+ *       woken writer is (RW8).
  *  RW4  A grant shows in the word and in the reader's slot before the
  *       waiter's park word says HANDED (it may return at once).
  *  RW5  (no reader missed) a reader's slot names rw from before its
@@ -46,8 +58,11 @@
  *       a writer sets PLK_RW_WAITERS with an acquire CAS, so its bucket
  *       hold and every later one sees the slot of every reader counted
  *       before; later readers fail the fast CAS and are lent to in the
- *       bucket when they join.  Only a reader inside its unlock, between
- *       clearing its slot and decrementing, goes unnamed.
+ *       bucket when they join, or (prefer-reader kinds) join past it by
+ *       the spin and are named by the next scan: a queued writer's
+ *       rescan, every PLK_RW_RESCAN_NS (rw_park), or any lend update.
+ *       Only a reader inside its unlock, between clearing its slot and
+ *       decrementing, goes unnamed for good.
  *  RW6  (no lend after leaving) a lend keyed by rw sits on T only while
  *       T holds rw with PLK_RW_WAITERS set, or inside unlock(rw) after
  *       its bucket hold: a reader whose decrement saw the bit takes the
@@ -60,6 +75,23 @@
  *       spin kept across a count change, once the spin ends;
  *       whoever clears the bit withdraws from every thread a slot names
  *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
+ *       A scan lends only to a slot its CAS marked PLK_RD_NAMED (or
+ *       found marked); a reader that sees the bit at its last unlock
+ *       clears its slot by exchange and, marked, withdraws through the
+ *       bucket (after the scanner's hold); unmarked, no scan can name it
+ *       any more and it leaves by its CAS.  The spin publishes once, so
+ *       no store erases a mark whose lend stands.
+ *  RW7  With PLK_RW_WAITERS set, no fast path moves the read count from
+ *       or to 0: the spin joins only a read-held lock, an unnamed
+ *       reader's unlock leaves by its CAS only if a hold remains.  A
+ *       bucket holder's word_update relies on it (a grant that read the
+ *       count 0 writes a writer's TID over it).
+ *  RW8  (woken writers, prefer-reader kinds) a writer woken to compete
+ *       is off the queue and owes it the lock: back at the bucket it
+ *       takes L if free (keeping the bit while anyone is queued), else
+ *       queues again at the head with its first enqueue time, so within
+ *       PROXYLOCK_HANDOFF_US it is handed L; its deadline passing while
+ *       woken sends it back to the bucket too (rw_timedout: RW_RETRY).
  */
 #include <errno.h>
 #include <sched.h>
@@ -67,6 +99,7 @@
 #include <time.h>
 
 #include "chain.h"
+#include "config.h"
 #include "donate.h"
 #include "rdset.h"
 #include "registry.h"
@@ -78,10 +111,19 @@
 
 #define PLK_RW_SPIN 100
 #define GRANT_BATCH 64
+/* A queued writer's rescan period (rw_park): how long a reader that
+ * joined past it may read unnamed, not lent to. */
+#define PLK_RW_RESCAN_NS 1000000u
 
-/* Threads granted under a bucket hold, woken after it is dropped. */
+/* rw_park's answer to a writer woken to compete (not granted): go back
+ * to the bucket, take the lock or queue again at the head. */
+#define RW_RETRY (-1)
+
+/* Threads granted (or a writer woken) under a bucket hold, woken after
+ * it is dropped; the clock read before the hold (no syscall under it). */
 struct grants {
 	int n;
+	uint64_t now_ns;
 	struct plk_thread *t[GRANT_BATCH];
 };
 
@@ -130,9 +172,25 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
 	return first_writer(b, rw, &reader) == NULL;
 }
 
+/*
+ * May rdlock_slow's spin join @rw, word @w, by its CAS (no bucket)?  Not
+ * write-held, the count not at its limit, and with PLK_RW_WAITERS set
+ * only into a hold already counted: a free lock with the bit set is
+ * being granted by its releaser under the bucket, whose word_update
+ * would overwrite our increment (RW7).  The kind is the caller's.
+ */
+static bool spin_may_join(uint32_t w)
+{
+	uint32_t n = w & PLK_RW_VALUE;
+
+	return !(w & PLK_RW_WRITER) && n != PLK_RW_READERS_MAX && (n > 0 || !(w & PLK_RW_WAITERS));
+}
+
 /* Change @rw's word under its bucket to @expr, computed from each fresh
- * value @w: only the fast paths can change it meanwhile (recursive read
- * holds and their unlocks, while PLK_RW_WAITERS is set). */
+ * value @w: only the fast paths can change it meanwhile, and with
+ * PLK_RW_WAITERS set only the read count, never to or from 0 (recursive
+ * holds and their unlocks, the spin's joins into a held lock, unnamed
+ * readers' unlocks that leave a hold: RW7). */
 #define word_update(rw, w, expr) do {                                  \
 		(w) = plk_rw_word(rw);                                 \
 		while (!plk_rw_cas((rw), (w), (expr)))                 \
@@ -160,7 +218,7 @@ static void withdraw_publishers(proxylock_rwlock_t *rw)
 	uint32_t n = plk_rdset_count();
 
 	for (uint32_t i = 0; i < n; i++) {
-		pid_t tid = plk_rdset_reader_at(rw, i);
+		pid_t tid = plk_rdset_reader_at(rw, i, false);
 
 		if (tid)
 			plk_donate_withdraw_tid(tid, rw);
@@ -183,6 +241,23 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
 		return false;
 	wr = first_writer(b, rw, &reader);
+	if ((w & PLK_RW_VALUE) == 0 && wr && !reader && !prefer_w &&
+	    g->now_ns - wr->enq_ns < plk_config()->handoff_ns) {
+		/* Release and wake, as a mutex does (RW8): the writer comes
+		 * back to the bucket and takes L or queues again at the head;
+		 * a running thread may take L first.  Handed instead once it
+		 * has waited PROXYLOCK_HANDOFF_US.  L stays free; the bit
+		 * stays while others are queued (a bucket join or the woken
+		 * writer's take keeps it for them), else goes as a release's. */
+		plk_waitq_dequeue(wr);
+		if (!plk_waitq_first(b, plk_rw_key(rw))) {
+			word_update(rw, w, w & ~PLK_RW_WAITERS);
+			withdraw_publishers(rw);
+		}
+		g->t[g->n++] = wr;
+		plk_waitq_unpark_prepare(wr, PLK_PARK_WOKEN);
+		return false;
+	}
 	if ((w & PLK_RW_VALUE) == 0 && wr && (prefer_w || !reader)) {
 		plk_waitq_dequeue(wr);
 		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
@@ -206,6 +281,10 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 			stop = true;
 			break;
 		}
+		/* From the word read above: spin joins may have raised the
+		 * count since (RW7), past the limit with what this grant adds;
+		 * that needs about 2^30 holds, the count's known limit
+		 * (docs/design.md, Known limits). */
 		if ((w & PLK_RW_VALUE) + n == PLK_RW_READERS_MAX)
 			break;  /* the rest wait for a reader to leave */
 		plk_waitq_dequeue(t);
@@ -259,9 +338,9 @@ static void wake_granted(struct grants *g)
  * word: a batch adds as holders only queued waiters, which have records,
  * and its lend goes to holders lent to before, at their join or grant.
  */
-static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw)
+static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw, uint64_t now_ns)
 {
-	struct grants g = { .n = 0 };
+	struct grants g = { .n = 0, .now_ns = now_ns };
 	bool again;
 
 	for (;;) {
@@ -416,45 +495,146 @@ static void rd_hold_publish(proxylock_rwlock_t *rw, struct rd_hold *h, uintptr_t
 
 /*
  * Our wait on @rw ended without a grant (deadline): leave, under the
- * bucket.  Returns 0 if we were granted meanwhile, else ETIMEDOUT.  Our
- * leaving may make others grantable (a writer that blocked readers
- * behind it), and changes what the queue lends (or, emptying it,
- * withdraws every holder's entry; PLK_RW_WAITERS stays: RW2).
+ * bucket.  Returns 0 if we were granted meanwhile, RW_RETRY if we (a
+ * writer) were woken meanwhile, else ETIMEDOUT.  Woken, we are off the
+ * queue and owe its next waiter the lock's next release (RW8, as a
+ * mutex's M5): wrlock_slow takes L if it is free, else queues again,
+ * and its wait, past the deadline, comes back here queued.  Our leaving
+ * may make others grantable (a writer that blocked readers behind it),
+ * and changes what the queue lends (or, emptying it, withdraws every
+ * holder's entry; PLK_RW_WAITERS stays: RW2).
  */
 static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_hold *h)
 {
+	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
 	struct plk_bucket *b;
+	uint32_t st;
 
 	plk_rw_lend_prepare(rw);
 	b = plk_waitq_lock(rw);
-	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
+	st = __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
+	if (st != PLK_PARK_WAITING) {
 		plk_waitq_unlock(b);
-		return 0;
+		return st == PLK_PARK_HANDED ? 0 : RW_RETRY;
 	}
 	plk_waitq_dequeue(me);
 	if (h)
 		rd_hold_abandon(h);  /* the pending slot: never a reader's */
 	plk_rw_lend_update(b, rw);
-	grant_and_unlock(b, rw);
+	grant_and_unlock(b, rw, now_ns);
 	return ETIMEDOUT;
 }
 
 /*
- * Queued on @rw (bucket dropped): sleep until granted or @abstime.
- * Returns 0 (granted) or ETIMEDOUT.
+ * A writer queued on @rw, every PLK_RW_RESCAN_NS of its wait: readers
+ * may have joined past it by rdlock_slow's spin, unnamed; the scan under
+ * the bucket names them and the queue lends to them (RW5).  Only the
+ * first queued writer scans (the lend is the whole queue's), and only a
+ * read-held lock (a writer holder is named in the word).  Still queued
+ * (park word WAITING under the bucket: a grant or a wake dequeues and
+ * marks it there), so @rw is alive, and its word may be peeked first.
+ */
+static void rw_rescan(proxylock_rwlock_t *rw, struct plk_thread *me)
+{
+	struct plk_bucket *b;
+	bool reader;
+
+	if (plk_rw_word(rw) & PLK_RW_WRITER)
+		return;
+	plk_rw_lend_prepare(rw);
+	b = plk_waitq_lock(rw);
+	if (__atomic_load_n(&me->park, __ATOMIC_RELAXED) == PLK_PARK_WAITING &&
+	    !(plk_rw_word(rw) & PLK_RW_WRITER) && first_writer(b, rw, &reader) == me)
+		plk_rw_lend_update(b, rw);
+	plk_waitq_unlock(b);
+	plk_lend_flush();
+}
+
+/* @ns on CLOCK_MONOTONIC as a timespec. */
+static struct timespec mono_ts(uint64_t ns)
+{
+	return (struct timespec){ (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+}
+
+/* Nanoseconds from now until @abstime on @clock (0: passed). */
+static uint64_t ns_until(clockid_t clock, const struct timespec *abstime)
+{
+	struct timespec now;
+	int64_t d;
+
+	clock_gettime(clock, &now);
+	d = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000 +
+	    (abstime->tv_nsec - now.tv_nsec);
+	return d > 0 ? (uint64_t)d : 0;
+}
+
+/*
+ * A writer's wait that rescans (rw_park): sleep in slices on
+ * CLOCK_MONOTONIC (a wall clock set back does not hold the rescans off),
+ * each to the next rescan or, sooner, the caller's deadline; the next
+ * rescan's time survives early returns (signals, stale wakes), so none
+ * starves it.  Returns the park word seen, *@timedout once @abstime has
+ * passed on @clock.
+ */
+static uint32_t rw_park_rescanning(proxylock_rwlock_t *rw, struct plk_thread *me,
+                                   clockid_t clock, const struct timespec *abstime,
+                                   bool *timedout)
+{
+	uint64_t next = plk_now_ns() + PLK_RW_RESCAN_NS;
+
+	for (;;) {
+		uint64_t now = plk_now_ns(), due = next;
+		struct timespec until;
+		bool slice_over = false;
+		uint32_t st;
+
+		if (abstime) {
+			uint64_t left = ns_until(clock, abstime);
+
+			if (left == 0) {
+				*timedout = true;
+				return __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
+			}
+			if (now + left < due)
+				due = now + left;
+		}
+		until = mono_ts(due);
+		st = plk_waitq_park(me, CLOCK_MONOTONIC, &until, &slice_over);
+		if (st != PLK_PARK_WAITING)
+			return st;
+		if (plk_now_ns() >= next) {
+			rw_rescan(rw, me);
+			next = plk_now_ns() + PLK_RW_RESCAN_NS;
+		}
+	}
+}
+
+/*
+ * Queued on @rw (bucket dropped): sleep until granted or @abstime.  A
+ * writer (@h NULL) whose queue lends, where readers may join past it
+ * (not PREFER_WRITER_NONRECURSIVE), sleeps in slices to rw_rescan every
+ * PLK_RW_RESCAN_NS.  Returns 0 (granted), ETIMEDOUT, or RW_RETRY (a
+ * writer woken to compete: grant, RW8).
  */
 static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t clock,
                    const struct timespec *abstime, struct rd_hold *h)
 {
+	bool rescan = !h && plk_rw_lend_kinds(rw) &&
+	              plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 	bool timedout = false;
 	uint32_t st;
 
 	plk_stat_inc(sleeps);
-	do
-		st = plk_waitq_park(me, clock, abstime, &timedout);
-	while (st == PLK_PARK_WAITING && !timedout);
+	if (rescan)
+		st = rw_park_rescanning(rw, me, clock, abstime, &timedout);
+	else
+		do
+			st = plk_waitq_park(me, clock, abstime, &timedout);
+		while (st == PLK_PARK_WAITING && !timedout);
 	if (st == PLK_PARK_HANDED)
 		return 0;
+	if (st == PLK_PARK_WOKEN)
+		return RW_RETRY;  /* a writer woken to compete (grant, RW8) */
 	return rw_timedout(rw, me, h);
 }
 
@@ -523,24 +703,37 @@ static int rdlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
 		return rd_fail_unlocked(rw, &h, EAGAIN);
 	bool published = false;
+	/* The spin joins past PLK_RW_WAITERS, unless the kind is
+	 * PREFER_WRITER_NONRECURSIVE (only there may a queued writer hold a
+	 * new reader back): a writer waits for the count to drain, as
+	 * glibc's does, and the new reader is named by its next scan (the
+	 * writer's rescan in rw_park), not at its join (RW5).  Never into a
+	 * free lock with the bit set: its releaser is granting it under the
+	 * bucket, maybe to a writer (RW7). */
+	bool pass = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 
 	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
-		if (w & PLK_RW_WAITERS)
+		if ((w & PLK_RW_WAITERS) && !pass)
 			break;  /* others are queued: go and see whether we may join */
-		if (!(w & PLK_RW_WRITER) && w != PLK_RW_READERS_MAX) {
-			rd_hold_publish(rw, &h, 0);
+		if (spin_may_join(w)) {
+			/* Published once: storing again would erase a scan's
+			 * PLK_RD_NAMED while its lend stays (rdset.h). */
+			if (!published)
+				rd_hold_publish(rw, &h, 0);
 			published = true;
 			if (plk_rw_cas(rw, w, w + 1)) {
 				rd_joined_clear(rw, &h);
 				rd_hold_done(&h);
 				return 0;
 			}
-			/* Published across a count change only (a scan's lend
-			 * meanwhile was withdrawn by whoever cleared
-			 * PLK_RW_WAITERS again): keep it; else retract. */
+			/* Published across a change the spin may join past
+			 * (the count; PLK_RW_WAITERS unless NONRECURSIVE): keep
+			 * it.  A scan's lend meanwhile is ours by its mark, or
+			 * was withdrawn by whoever cleared the bit again
+			 * (withdraw_publishers).  Else retract. */
 			w = plk_rw_word(rw);
-			if (!(w & (PLK_RW_WRITER | PLK_RW_WAITERS)) && w != PLK_RW_READERS_MAX)
+			if (spin_may_join(w) && (pass || !(w & PLK_RW_WAITERS)))
 				continue;
 			rd_hold_retract(&h);
 			published = false;
@@ -667,6 +860,8 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback). */
 	uint64_t now_ns = try ? 0 : plk_now_ns();
+	bool woken = false;
+
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -676,22 +871,20 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free, so PLK_RW_WAITERS is clear and nobody is queued:
-			 * a waiter that leaves an empty queue leaves the bit only
-			 * while L is held, and whoever frees L under the bucket
-			 * grants it or clears the bit (RW2); no fast path frees L
-			 * while the bit is set (a recursive read unlock leaves a
-			 * hold); a queue behind a free L is granted (RW3).  So
-			 * the new word drops no bit here and needs no
-			 * withdraw_publishers; the model asserts that this branch
-			 * never sees the bit (test/model/rwlock.pml, wrlock).
-			 * Were anyone queued, the bit would be kept. */
+			/* Free.  With PLK_RW_WAITERS set only while a writer
+			 * woken to compete is on its way back (RW8: we may be it,
+			 * or barge past it); else the bit is clear and nobody is
+			 * queued (RW2, RW3).  The bit stays while anyone is
+			 * queued; dropping it (they all left meanwhile) withdraws
+			 * from every publisher, as every clear does (RW6). */
 			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
 			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
 				plk_waitq_unlock(b);
 				continue;
 			}
+			if (!more && (w & PLK_RW_WAITERS))
+				withdraw_publishers(rw);
 			if (more)
 				plk_rw_lend_update(b, rw);
 			plk_waitq_unlock(b);
@@ -711,12 +904,17 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
 		}
 		me->rw_writer = true;
 		me->rw_grant_slot = NULL;
-		me->enq_ns = now_ns;
-		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
+		if (!woken)
+			me->enq_ns = now_ns;
+		plk_waitq_enqueue(b, me, plk_rw_key(rw), woken);
 		plk_rw_lend_update(b, rw);
 		plk_waitq_unlock(b);
 		plk_lend_flush();
-		return rw_park(rw, me, clock, abstime, NULL);
+		int err = rw_park(rw, me, clock, abstime, NULL);
+
+		if (err != RW_RETRY)
+			return err;
+		woken = true;  /* M3's rule: back at the head, enq_ns kept */
 	}
 }
 
@@ -730,6 +928,7 @@ static int wrlock_slow(proxylock_rwlock_t *rw, bool try, clockid_t clock,
  */
 static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 {
+	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
 	struct plk_bucket *b;
 	uint32_t w;
 
@@ -747,7 +946,7 @@ static void unlock_slow(proxylock_rwlock_t *rw, bool write)
 		plk_waitq_unlock(b);
 		plk_lend_flush();
 	} else {
-		grant_and_unlock(b, rw);
+		grant_and_unlock(b, rw, now_ns);
 	}
 	rd_not_reader(rw);  /* not a holder any more, of either kind */
 }

@@ -3,7 +3,7 @@
  * rwlockword.h - the proxylock rwlock's lock word: its encoding, the
  * accessors every layer reads it with, and the fast paths (one CAS on
  * the word plus the caller's read set, rdset.h).  The protocol that
- * writes it under a bucket lock, and its invariants RW1-RW6, head
+ * writes it under a bucket lock, and its invariants RW1-RW8, head
  * rwlock.c; docs/design.md has both at length.
  *
  * Lock word (32 bits):
@@ -28,9 +28,10 @@
  * count: a writer that later sets PLK_RW_WAITERS with an acquire RMW
  * sees the slot); it refuses while a retraction of an earlier fast path
  * is pending (s->retracted), which only the slow path consumes.  Unlock
- * of the last read hold of a thread clears the
- * slot first, then CASes the count down with release, unless
- * PLK_RW_WAITERS is set (slow path).  wrlock is one CAS 0 -> WRITER|TID,
+ * of the last read hold of a thread clears the slot first, then CASes
+ * the count down with release; with PLK_RW_WAITERS set it clears the
+ * slot by exchange and leaves the same way unless a scan named it
+ * (PLK_RD_NAMED) or its hold is the last (slow path).  wrlock is one CAS 0 -> WRITER|TID,
  * unlock one CAS back to 0.  None touches the registry or makes a
  * syscall; a thread's first read lock claims its read set (slow path).
  */
@@ -150,6 +151,33 @@ static inline bool plk_rw_rdlock_fast(proxylock_rwlock_t *rw)
 /* What plk_rw_rdunlock_fast did. */
 enum { PLK_RD_SLOW = 0, PLK_RD_DONE = 1, PLK_RD_CLEARED = 2 };
 
+/*
+ * The last read hold of @rw, in slot @i of @s, with PLK_RW_WAITERS seen
+ * set in @w: a writer waits.  Clear the slot by exchange: the old value
+ * carries PLK_RD_NAMED iff a scan named (and lent to) us before, and no
+ * scan names us after (its mark CAS fails on the cleared slot; rdset.h).
+ * Named: the bucket withdraws (PLK_RD_CLEARED).  Not named (we joined
+ * since the last scan): decrement here, unless ours is the last hold,
+ * whose release must grant (PLK_RD_CLEARED too).  Relaxed exchange: the
+ * release CAS orders it before the decrement, and a mark it reads sends
+ * us through the bucket, after the scanner's hold.
+ */
+static inline int plk_rw_rdunlock_waiting(proxylock_rwlock_t *rw, struct plk_rdset *s, int i,
+                                          uint32_t w)
+{
+	uintptr_t old = __atomic_exchange_n(&s->lock[i], 0, __ATOMIC_RELAXED);
+
+	plk_rdset_put(s, i);  /* depth, nused; the slot is 0 already */
+	if (old & PLK_RD_NAMED)
+		return PLK_RD_CLEARED;
+	do
+		if ((w & PLK_RW_WAITERS) && (w & PLK_RW_VALUE) == 1)
+			return PLK_RD_CLEARED;
+	while (!__atomic_compare_exchange_n(&rw->__word, &w, w - 1, 1, __ATOMIC_RELEASE,
+	                                    __ATOMIC_RELAXED));
+	return PLK_RD_DONE;
+}
+
 /**
  * plk_rw_rdunlock_fast - drop one read hold of @rw.  PLK_RD_DONE: done.
  * PLK_RD_SLOW: nothing changed (no slot for @rw: a write hold, an
@@ -182,8 +210,13 @@ static inline int plk_rw_rdunlock_fast(proxylock_rwlock_t *rw)
 		plk_rdset_put(s, i);
 		return PLK_RD_CLEARED;  /* a lend may be left from a retraction */
 	}
+	if (__builtin_expect(w & PLK_RW_WAITERS, 0))
+		return plk_rw_rdunlock_waiting(rw, s, i, w);
 	/* Cleared before the decrement (release orders it): a writer that
-	 * sets PLK_RW_WAITERS after the decrement never names us. */
+	 * sets PLK_RW_WAITERS after the decrement never names us.  If it
+	 * set the bit before, it may have named us (the plain store may
+	 * overwrite its mark): the CAS fails on the bit, and the slow path
+	 * withdraws. */
 	plk_rdset_put(s, i);
 	do
 		if (w & PLK_RW_WAITERS)

@@ -179,7 +179,7 @@ static void *fk_child_reader(void *arg)
 	pid_t tid = 0;
 
 	proxylock_rwlock_rdlock(&fk_other);
-	if (plk_rdset_readers(&fk_other, &tid, 1) == 1 && tid == gettid_())
+	if (plk_rdset_readers(&fk_other, &tid, 1, false) == 1 && tid == gettid_())
 		*(int *)arg = 1;
 	proxylock_rwlock_unlock(&fk_other);
 	return NULL;
@@ -192,9 +192,9 @@ static int fk_child(pid_t parent_reader)
 	pthread_t th;
 	int ok = 0;
 
-	if (plk_rdset_readers(&fk_held, tids, 4) != 0)
+	if (plk_rdset_readers(&fk_held, tids, 4, false) != 0)
 		return 1;
-	if (plk_rdset_readers(&fk_mine, tids, 4) != 1 || tids[0] != gettid_())
+	if (plk_rdset_readers(&fk_mine, tids, 4, false) != 1 || tids[0] != gettid_())
 		return 2;
 	if (plk_registry_count() != 0)
 		return 3;
@@ -235,15 +235,15 @@ START_TEST(a_fork_child_finds_no_parent_thread_among_records_or_readers)
 	 * the fork), r[1]'s. */
 	ck_assert_int_eq(proxylock_rwlock_rdlock(&fk_mine), 0);
 	pthread_create(&r[0], NULL, fk_reader, &held);
-	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0) == 1, 2000));
+	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0, false) == 1, 2000));
 	pthread_create(&gone, NULL, fk_reader, &other);
-	ck_assert(eventually(plk_rdset_readers(&fk_other, NULL, 0) == 1, 2000));
+	ck_assert(eventually(plk_rdset_readers(&fk_other, NULL, 0, false) == 1, 2000));
 	pthread_create(&r[1], NULL, fk_reader, &held);
-	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0) == 2, 2000));
+	ck_assert(eventually(plk_rdset_readers(&fk_held, NULL, 0, false) == 2, 2000));
 	__atomic_store_n(&other.stop, 1, __ATOMIC_RELEASE);
 	pthread_join(gone, NULL);
 	parent_reader = 0;
-	plk_rdset_readers(&fk_held, &parent_reader, 1);
+	plk_rdset_readers(&fk_held, &parent_reader, 1, false);
 	ck_assert_ptr_nonnull(plk_thread_find(parent_reader));
 	ck_assert_uint_eq(plk_rdset_count(), 4);
 	pid = fork();

@@ -15,7 +15,16 @@
  * The word is three variables changed together (one CAS): cnt (read
  * holds), wr (the writer's id, 0 none), wt (PLK_RW_WAITERS).  slot[t]
  * is thread t's read-set slot for the rwlock: 0 clear, 1 names it, 2
- * pending (a queued reader's reservation).  lent[t] is the donation
+ * pending (a queued reader's reservation), 3 names it and carries a
+ * scan's PLK_RD_NAMED mark (lend_update marks by CAS, with someone
+ * queued; the owner's exchange at unlock reads it).  Under PREFER_READER
+ * a reader joins a read-held lock past WAITERS by the spin (SPINJOIN,
+ * RW7), unnamed (slot 1) until a scan: a queued writer's rescan
+ * (rw_wait's rw_rescan, by the first queued writer, RW_RESCANS times a
+ * wait; past[t] marks such a reader, the only holder RW5 excuses, and
+ * a rescan must leave no reader unlent), and a writer the rules would grant
+ * may instead be woken to compete (grant(): a free choice standing for
+ * the handoff bound; nwoken counts those on their way back, RW8).  lent[t] is the donation
  * engine's entry keyed by the rwlock on t (ghost: set and cleared where
  * the code's plk_donate_set and withdraw run).  rd[t] (t's read holds,
  * its slot's depth) and writing (the writer between its lock's return
@@ -30,6 +39,7 @@
  *                       (default 2); at most 4 threads in all
  *   -DRW_WROUNDS=n      lock rounds of each writer (default 1)
  *   -DRW_TIMED_READERS  readers' waits may time out too (rw_timedout)
+ *   -DRW_RESCANS=n      rescans of a queued writer per wait (default 1)
  *   -DRW_UNTIMED_WRITERS writers' waits never time out
  *   -DRW_DBLFAST        each read lock is the interposer's: two fast
  *                       paths (preload.c's, then take()'s) before the slow
@@ -77,8 +87,10 @@
  *                       bit (violated: RW1)
  *   -DBROKEN_RW_TIMEDOUT rw_timedout does not look at the park word: a
  *                       waiter granted as its deadline passed leaves
- *                       with the grant (violated: lost wake-up: L held
- *                       for a thread not in it)
+ *                       with the grant (with -DPREFER_W, violated: lost
+ *                       wake-up: L held for a thread not in it; else
+ *                       first a writer woken as its deadline passed:
+ *                       violated: a woken writer never came back)
  *   -DBROKEN_RW_TIMEDOUT_CLEAR a waiter leaving an empty queue clears
  *                       PLK_RW_WAITERS (withdrawing from the publishers):
  *                       a reader inside its unlock, lent to, leaves by
@@ -107,6 +119,22 @@
  *                       its read section, until its withdraw[] unlock
  *                       (violated: RW6: a reader reads with a lend while
  *                       WAITERS is clear)
+ *   -DBROKEN_RW_JOIN0   the spin joins past WAITERS into a free lock too,
+ *                       whose releaser may be handing it to a writer
+ *                       (violated: RW7)
+ *   -DBROKEN_RW_NAMED   an unlock that sees WAITERS ignores its slot's
+ *                       mark and leaves by its CAS: a scan's lend stays
+ *                       (violated: RW6)
+ *   -DBROKEN_RW_REPUBLISH the spin stores its publication again each
+ *                       turn, erasing a scan's mark whose lend stands
+ *                       (violated: RW6)
+ *   -DBROKEN_RW_RESCAN  a queued writer's rescan names nobody: a reader
+ *                       that joined past it is never lent to
+ *                       (violated: RW5 ... after a rescan)
+ *   -DBROKEN_RW_WOKEN_TMO with -DRW_WRITERS=2: a writer woken as its
+ *                       deadline passed gives up (ETIMEDOUT) instead of
+ *                       coming back: the other writer sleeps on behind a
+ *                       free lock (violated: RW3)
  *   -DBROKEN_RW_REC_PENDING with -DPREFER_W -DRW_RECURSIVE: a recursive
  *                       read that queues marks its held slot pending (no
  *                       !recursive test in rd_hold_publish); the grant
@@ -135,7 +163,13 @@
 #define RREC	(NW + 1)	/* the reader that recurses (-DRW_RECURSIVE) */
 #define ISW(t)	((t) <= NW)
 #define WAITING	0
+#define WOKEN	1
 #define HANDED	2
+#ifndef RW_RESCANS
+#define RW_RESCANS 1
+#endif
+/* A slot naming L: published/held (1), or held and named by a scan (3). */
+#define NAMES(t)	(slot[t] == 1 || slot[t] == 3)
 
 #define CHECK(c, msg)	if :: !(c) -> printf(msg); assert(false) :: else -> skip fi
 
@@ -147,11 +181,14 @@ byte nqw, nqr;			/* writers, readers queued (derived from q) */
 byte park[N + 1];
 byte slot[N + 1];
 bool lent[N + 1];		/* ghost: the engine's entry for the rwlock */
+bool past[N + 1];		/* ghost: joined past WAITERS by the spin, not named since */
 byte rd[N + 1];			/* ghost: read holds */
 byte writing;			/* ghost: the writer in its critical section */
 byte done;
 bool stuck;			/* -DRW_ALLOW_NR_DEADLOCK: the monitor saw it */
 byte yielder;			/* -DRW_NORECORD: the reader in rw_yielding */
+byte nwoken;			/* writers woken to compete, on their way back (RW8) */
+bool hw;			/* grant()'s choice, made before its d_step: wake (RW8) */
 /* Scratch of the bucket's d_steps (each resets what it used to 0). */
 byte sc, fw, gk, gt, c0, g, tk;
 
@@ -160,24 +197,47 @@ byte sc, fw, gk, gt, c0, g, tk;
 #ifdef PREFER_W
 #define MAYJOIN	(wr == 0 && !QW)
 #define YJOIN	(wr == 0 && !wt)	/* rw_yielding, a recursive read */
+#define SPINJOIN (wr == 0 && !wt)	/* rdlock_slow's spin: spin_may_join, no passing */
 #else
 #define MAYJOIN	(wr == 0)
 #define YJOIN	(wr == 0)
+/* The spin joins past WAITERS into a held lock, never into a free one
+ * (RW7; -DBROKEN_RW_JOIN0: also into a free one) */
+#ifndef BROKEN_RW_JOIN0
+#define SPINJOIN (wr == 0 && (!wt || cnt > 0))
+#else
+#define SPINJOIN (wr == 0)
 #endif
+#endif
+/* RW7: with WAITERS set no fast path moves the count from (or to) 0:
+ * a bucket holder that read it 0 may be writing a writer's TID over it
+ * (the code's word_update; the model's grant() is one step, so the
+ * assumption is asserted where a spin join changes the count). */
+#define RW7CHECK CHECK(!wt || cnt > 0, "violated: RW7: a join past WAITERS into a free lock\n")
 /* RW3: a queued waiter the rules would grant now. */
 #ifdef PREFER_W
 #define GRANTABLE (wr == 0 && ((cnt == 0 && ql > 0) || (QR && !QW)))
 #else
 #define GRANTABLE (wr == 0 && ((cnt == 0 && ql > 0) || QR))
 #endif
-/* RW5: every holder is lent to while anyone is queued. */
-#define HL(t)	(rd[t] == 0 || ql == 0 || lent[t])
+/* RW5: every holder is lent to while anyone is queued; under
+ * PREFER_READER, but a reader that joined past WAITERS by the spin and
+ * that no scan has named since (its slot 1, not 3): the writer's rescan
+ * names it (rw_wait). */
+#define HL(t)	(rd[t] == 0 || ql == 0 || lent[t] || past[t])
+#define SHL(t)	(rd[t] == 0 || ql == 0 || lent[t])	/* strict: after a rescan */
 #if RW_WRITERS + RW_READERS == 4
 #define HL4	HL(4)
 #else
 #define HL4	true
 #endif
 #define HOLDERS_LENT (HL(1) && HL(2) && HL(3) && HL4 && (writing == 0 || ql == 0 || lent[wr]))
+#if RW_WRITERS + RW_READERS == 4
+#define SHL4	SHL(4)
+#else
+#define SHL4	true
+#endif
+#define READERS_LENT (SHL(1) && SHL(2) && SHL(3) && SHL4)
 #if RW_WRITERS + RW_READERS == 4
 #define RDSUM	(rd[1] + rd[2] + rd[3] + rd[4])
 #define ANYLENT	(lent[1] || lent[2] || lent[3] || lent[4])
@@ -191,13 +251,13 @@ inline bucket_unlock() {
 	d_step {
 		assert(bl == me);
 		CHECK(!(ql > 0 && !wt), "violated: RW1\n");
-		CHECK(again || !GRANTABLE, "violated: RW3: a queued waiter could be granted\n");
+		CHECK(again || nwoken > 0 || !GRANTABLE, "violated: RW3: a queued waiter could be granted\n");
 		CHECK(HOLDERS_LENT, "violated: RW5: a holder is not lent to\n");
 		/* RW2's consequence: a release that frees L grants or clears
 		 * the bit, so L is never free with it set between bucket holds
 		 * (the fast paths never free L while it is set: a recursive
 		 * unlock leaves a hold). */
-		CHECK(again || !(wt && cnt == 0 && wr == 0), "violated: RW2: L free with WAITERS set\n");
+		CHECK(again || nwoken > 0 || !(wt && cnt == 0 && wr == 0), "violated: RW2: L free with WAITERS set\n");
 		bl = 0
 	}
 }
@@ -209,6 +269,13 @@ inline bucket_unlock() {
  * the model checks no property of the order itself). */
 inline enq(t) {
 	q[ql] = t; ql++; park[t] = WAITING;
+	if :: ISW(t) -> nqw++ :: else -> nqr++ fi
+}
+/* A woken writer queues again at the head (M3's rule, RW8). */
+inline enq_head(t) {
+	sc = ql;
+	do :: sc > 0 -> q[sc] = q[sc - 1]; sc-- :: else -> break od;
+	q[0] = t; ql++; park[t] = WAITING; sc = 0;
 	if :: ISW(t) -> nqw++ :: else -> nqr++ fi
 }
 inline deq(t) {
@@ -235,7 +302,14 @@ inline lend_update() {
 	:: wt && wr == 0 ->
 		sc = 1;
 		do
-		:: sc <= N -> if :: slot[sc] == 1 -> lent[sc] = (ql > 0) :: else -> skip fi; sc++
+		:: sc <= N ->
+			/* named (marked 3 by CAS) only with someone queued */
+			if
+			:: NAMES(sc) && ql > 0 -> slot[sc] = 3; lent[sc] = 1; past[sc] = 0
+			:: NAMES(sc) && ql == 0 -> lent[sc] = 0
+			:: else -> skip
+			fi;
+			sc++
 		:: else -> break
 		od;
 		sc = 0
@@ -249,7 +323,7 @@ inline unlend_publishers() {
 #ifndef BROKEN_RW_ABA
 	sc = 1;
 	do
-	:: sc <= N -> if :: slot[sc] == 1 -> lent[sc] = 0 :: else -> skip fi; sc++
+	:: sc <= N -> if :: NAMES(sc) -> lent[sc] = 0 :: else -> skip fi; sc++
 	:: else -> break
 	od;
 	sc = 0
@@ -260,6 +334,11 @@ inline unlend_publishers() {
 
 /* grant(): the first writer, or every queued reader. */
 inline grant() {
+#ifndef PREFER_W
+	/* hand the writer the lock, or (its wait under the handoff bound:
+	 * a free choice here) release and wake it to compete (RW8) */
+	if :: hw = 1 :: hw = 0 fi;
+#endif
 	d_step {
 		fw = 0; gk = 0;
 		do
@@ -272,7 +351,12 @@ inline grant() {
 #ifdef PREFER_W
 		:: wr == 0 && wt && cnt == 0 && fw != 0 ->
 #else
-		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR ->
+		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && hw ->
+			/* RW8: L stays free; the bit stays while others are
+			 * queued, else goes (withdrawing, as every clear) */
+			deq(fw); park[fw] = WOKEN; nwoken++;
+			if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
+		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && !hw ->
 #endif
 			deq(fw); wr = fw;
 #ifndef BROKEN_RW_MORE
@@ -323,7 +407,7 @@ inline grant() {
 			fi
 		:: else -> skip
 		fi;
-		fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0
+		fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0; hw = 0
 	}
 }
 /* grant_and_unlock: come back while a batch filled up.  The code, back
@@ -343,22 +427,55 @@ inline grant_loop() {
 inline withdraw() { lent[me] = 0 }
 
 /* --- waiting: rw_park, rw_timedout ------------------------------------ */
-/* Queued, bucket dropped: sleep until HANDED; a timed call's deadline
- * may pass instead (once per thread: tmo), and then rw_timedout leaves
- * under the bucket unless a grant came first.  A reader's pending slot
+/* Queued, bucket dropped: sleep until HANDED, or (a writer) WOKEN to
+ * compete, back to wrlock's bucket step (RW8); a queued writer may wake
+ * to rescan (rw_rescan, RW_RESCANS times: the code's period); a timed
+ * call's deadline may pass instead (once per thread: tmo), and then
+ * rw_timedout leaves under the bucket unless a grant or a wake came
+ * first (woken: RW_RETRY, back to the bucket step).  A reader's pending slot
  * is abandoned (a recursive reader's held one is not); the queue's lend
  * is recomputed (an emptied queue withdraws the holders' entries; the
  * bit stays, RW2) and whatever the leaving made grantable is granted. */
 inline rw_wait() {
-	if
-	:: park[me] == HANDED -> got = 1
+	do
+	:: park[me] == HANDED -> got = 1; break
+	:: park[me] == WOKEN -> woken = 1; break	/* a writer: back to the bucket (RW8) */
 	:: stuck -> goto gone	/* the monitor saw NONRECURSIVE's deadlock: stop */
+#ifndef PREFER_W
+	/* rw_rescan: a queued writer names the readers that joined past it */
+	:: ISW(me) && rescans < RW_RESCANS && park[me] == WAITING ->
+		rescans++;
+		bucket_lock();
+		d_step {
+			fw = 0; gk = 0;
+			do
+			:: gk < ql && fw == 0 -> if :: ISW(q[gk]) -> fw = q[gk] :: else -> skip fi; gk++
+			:: else -> break
+			od;
+			gk = 0;
+			if
+			:: park[me] == WAITING && wr == 0 && fw == me ->
+#ifndef BROKEN_RW_RESCAN
+				lend_update();
+#endif
+				CHECK(READERS_LENT, "violated: RW5: a reader is not lent to after a rescan\n")
+			:: else -> skip
+			fi;
+			fw = 0
+		};
+		bucket_unlock()
+#endif
 	:: tmo ->
 		tmo = 0;
 		bucket_lock();
 #ifndef BROKEN_RW_TIMEDOUT
 		if
 		:: park[me] == HANDED -> got = 1; bucket_unlock()
+#ifndef BROKEN_RW_WOKEN_TMO
+		:: park[me] == WOKEN -> woken = 1; bucket_unlock()	/* RW_RETRY */
+#else
+		:: park[me] == WOKEN -> nwoken--; bucket_unlock()	/* gives up: ETIMEDOUT */
+#endif
 		:: else ->
 #endif
 			d_step {
@@ -379,7 +496,9 @@ inline rw_wait() {
 #ifndef BROKEN_RW_TIMEDOUT
 		fi
 #endif
-	fi
+		;
+		break
+	od
 }
 
 /* --- read lock: plk_rw_rdlock_fast, rdlock_slow ----------------------- */
@@ -400,22 +519,32 @@ inline rd_try() {
 #endif
 }
 
-/* One turn of rdlock_slow's spin: read the word; WAITERS: leave the
- * spin (act 1, for good); a writer: relax; else publish and CAS (which
- * the model lets fail at any moment: another reader moved the count),
- * and after a failed CAS read the word again: still no WRITER|WAITERS:
+/* One turn of rdlock_slow's spin: read the word; WAITERS under
+ * NONRECURSIVE: leave the spin (act 1, for good); not joinable
+ * (SPINJOIN: a writer, or under PREFER_READER a free lock with WAITERS
+ * set): relax; else publish, once (a scan's mark stays: 3), and CAS
+ * (which the model lets fail at any moment: another reader moved the
+ * count), and after a failed CAS read the word again: still joinable:
  * go round still published, else retract. */
 inline rd_spin() {
 	if
 	:: !got && act != 1 ->
+#ifdef PREFER_W
 		atomic { if :: wt -> act = 1 :: !wt && wr != 0 -> act = 0 :: !wt && wr == 0 -> act = 2 fi };
+#else
+		atomic { if :: SPINJOIN -> act = 2 :: else -> act = 0 fi };
+#endif
 		if
 		:: act == 2 ->
 			act = 0;
+#ifndef BROKEN_RW_REPUBLISH
+			if :: slot[me] == 0 -> slot[me] = 1 :: else -> skip fi;
+#else
 			slot[me] = 1;
-			atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> skip fi };
+#endif
+			atomic { if :: SPINJOIN -> RW7CHECK; cnt++; got = 1; past[me] = (wt && slot[me] == 1) :: true -> skip fi };
 			if
-			:: !got -> atomic { if :: !wt && wr == 0 -> skip :: else -> slot[me] = 0; retracted = 1 fi }
+			:: !got -> atomic { if :: SPINJOIN -> skip :: else -> slot[me] = 0; retracted = 1 fi }
 			:: else -> skip
 			fi
 		:: else -> skip
@@ -448,7 +577,7 @@ inline rdlock() {
 	rd_spin(); rd_spin();	/* two of rdlock_slow's spins */
 #ifndef BROKEN_RW_SPIN
 	/* the spin ended with a kept publication: retract (a scan may have named us) */
-	if :: !got && slot[me] == 1 -> slot[me] = 0; retracted = 1 :: else -> skip fi;
+	if :: !got && NAMES(me) -> slot[me] = 0; retracted = 1 :: else -> skip fi;
 #endif
 	act = 0;
 	if
@@ -523,7 +652,7 @@ inline rdlock() {
  * published. */
 inline rdlock_rec() {
 	got = 0; rec = 1;
-	atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> skip fi };
+	atomic { if :: SPINJOIN -> RW7CHECK; cnt++; got = 1 :: true -> skip fi };
 	if
 	:: got -> skip
 #ifdef RW_NORECORD
@@ -541,7 +670,7 @@ inline rdlock_rec() {
 	:: else ->
 		bucket_lock();
 		d_step {
-			assert(wr == 0 && cnt > 0 && slot[me] == 1);
+			assert(wr == 0 && cnt > 0 && NAMES(me));
 			if
 			:: MAYJOIN -> cnt++; lend_update(); got = 1
 			:: else -> wt = 1;
@@ -564,21 +693,39 @@ inline rdlock_rec() {
  * set; the count stays above 0, so nobody is granted. */
 inline rdunlock_rec() {
 	d_step {
-		CHECK(slot[me] == 1, "violated: a reader's unlock finds no slot naming L (EPERM)\n");
+		CHECK(NAMES(me), "violated: a reader's unlock finds no slot naming L (EPERM)\n");
 		rd[me]--; assert(rd[me] > 0 && wr == 0 && cnt >= 2); cnt-- }
 }
 
-/* The last hold. */
+/* The last hold.  WAITERS clear (as read): plain clear, then the CAS,
+ * slow if the bit appeared.  WAITERS set: exchange the slot (act takes
+ * its old value): named (3) -> slow, to withdraw; else decrement here
+ * unless ours is the last hold (its release grants). */
 inline rdunlock() {
 	slow = 0;
-	/* plk_rw_rdunlock_fast finds the slot by its exact value */
-	CHECK(slot[me] == 1, "violated: a reader's unlock finds no slot naming L (EPERM)\n");
-	rd[me] = 0;
+	/* plk_rw_rdunlock_fast finds the slot by its value, mark or not */
+	CHECK(NAMES(me), "violated: a reader's unlock finds no slot naming L (EPERM)\n");
+	rd[me] = 0; past[me] = 0;
 #ifndef BROKEN_RW_UNLOCK
-	slot[me] = 0;
 	if
-	:: wflag -> slow = 1
-	:: else -> atomic { if :: !wt -> cnt-- :: else -> slow = 1 fi }
+	:: wflag -> slot[me] = 0; slow = 1
+	:: else ->
+		atomic { act = wt };
+		if
+		:: !act -> slot[me] = 0; atomic { if :: !wt -> cnt-- :: else -> slow = 1 fi }
+		:: act ->
+			atomic { act = slot[me]; slot[me] = 0 };
+#ifndef BROKEN_RW_NAMED
+			if
+			:: act == 3 -> slow = 1
+			:: else ->
+#endif
+				atomic { if :: wt && cnt == 1 -> slow = 1 :: else -> cnt-- fi }
+#ifndef BROKEN_RW_NAMED
+			fi
+#endif
+		fi;
+		act = 0
 	fi;
 #else
 	atomic { if :: !wt -> cnt-- :: else -> slow = 1 fi };
@@ -601,27 +748,40 @@ inline rdunlock() {
 /* One CAS 0 -> WRITER|me stands for the fast path and every spin of
  * wrlock_slow: a failed one changes nothing. */
 inline wrlock() {
-	got = 0;
+	got = 0; woken = 0; rescans = 0;
 	atomic { if :: cnt == 0 && wr == 0 && !wt -> wr = me; got = 1 :: else -> skip fi };
 	if
 	:: got -> skip
 	:: else ->
-		bucket_lock();
-		d_step {
+		do
+		:: bucket_lock();
+			d_step {
+				if
+				:: cnt == 0 && wr == 0 ->
+					/* The free branch: WAITERS set only while a woken
+					 * writer is on its way back (RW8: this one, or a
+					 * barger past it); kept while anyone is queued,
+					 * else cleared, withdrawing (RW6). */
+					CHECK(!wt || nwoken > 0, "violated: wrlock_slow found L free with WAITERS set\n");
+					wr = me;
+					if :: wt && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi;
+					lend_update(); got = 1
+				:: else -> wt = 1;
+					if :: woken -> enq_head(me) :: else -> enq(me) fi;
+					lend_update()
+				fi;
+				if :: woken -> nwoken--; woken = 0 :: else -> skip fi
+			};
+			bucket_unlock();
 			if
-			:: cnt == 0 && wr == 0 ->
-				/* The free branch: the code keeps WAITERS only with
-				 * someone queued and clears it without
-				 * withdraw_publishers; unreachable with it set (RW2's
-				 * check at every bucket drop; rwlock.c says why). */
-				CHECK(!wt, "violated: wrlock_slow found L free with WAITERS set\n");
-				wr = me; wt = (ql > 0); lend_update(); got = 1
-			:: else -> wt = 1; enq(me); lend_update()
+			:: got -> break
+			:: else ->
+				rw_wait();
+				if :: woken -> skip :: else -> break fi	/* RW_RETRY: once more */
 			fi
-		};
-		bucket_unlock();
-		if :: !got -> rw_wait() :: else -> skip fi
+		od
 	fi;
+	rescans = 0;
 	if
 	:: got -> d_step { writing = me; CHECK(wr == me && cnt == 0, "violated: exclusion\n") }
 	:: else -> CHECK(!lent[me], "violated: RW6: a writer that timed out is lent to\n")
@@ -645,7 +805,8 @@ inline wrunlock() {
 
 proctype writer(byte me)
 {
-	bool got, again, stop, rec, tmo;
+	bool got, again, stop, rec, tmo, woken;
+	byte rescans;
 	byte r = 0;
 
 #ifndef RW_UNTIMED_WRITERS
@@ -664,7 +825,8 @@ gone:	skip
 
 proctype reader(byte me)
 {
-	bool retracted, wflag, got, slow, again, stop, rec, tmo;
+	bool retracted, wflag, got, slow, again, stop, rec, tmo, woken;
+	byte rescans;
 	byte r = 0, act = 0;
 
 #ifdef RW_TIMED_READERS
@@ -723,6 +885,7 @@ active proctype monitor()
 #endif
 	CHECK(!(ql > 0 && GRANTABLE), "violated: lost wake-up: a queued waiter could be granted\n");
 	CHECK(!ANYLENT, "violated: RW6: lent to after everyone left\n");
+	CHECK(nwoken == 0, "violated: a woken writer never came back\n");
 	CHECK(done == N, "violated: hang\n")
 #if defined(PREFER_W) && defined(RW_ALLOW_NR_DEADLOCK)
 	fi
