@@ -325,8 +325,11 @@ PROXYLOCK_API int proxylock_rwlockattr_getdonate(const proxylock_rwlockattr_t *a
 PROXYLOCK_API int proxylock_rwlock_init(proxylock_rwlock_t *rw, const proxylock_rwlockattr_t *attr);
 
 /**
- * proxylock_rwlock_destroy - EBUSY if @rw is held or waited for, else 0.
- * A destroyed rwlock answers every call but init with EINVAL.
+ * proxylock_rwlock_destroy - EBUSY if @rw is held or waited for, else 0
+ * (best effort: a writer woken to compete shows in neither until it is
+ * back; destroying a lock another thread is inside a call on is the
+ * program's error).  A destroyed rwlock answers every call but init with
+ * EINVAL.
  */
 PROXYLOCK_API int proxylock_rwlock_destroy(proxylock_rwlock_t *rw);
 

@@ -419,6 +419,14 @@ static const struct timespec *deadline_on(clockid_t to, clockid_t from,
 		return abstime;
 	clock_gettime(from, &f);
 	clock_gettime(to, &t);
+	/* More than 10^9 s away either way: as far on either clock (the
+	 * nanosecond sum below would overflow). */
+	if (abstime->tv_sec > f.tv_sec + 1000000000)
+		return abstime;
+	if (abstime->tv_sec < f.tv_sec - 1000000000) {
+		*out = (struct timespec){ 0, 0 };
+		return out;
+	}
 	left = ((int64_t)abstime->tv_sec - f.tv_sec) * ns + (abstime->tv_nsec - f.tv_nsec);
 	nsec = t.tv_nsec + left % ns;
 	out->tv_sec = t.tv_sec + (time_t)(left / ns) + (time_t)(nsec / ns);

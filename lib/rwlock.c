@@ -530,9 +530,11 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
  * may have joined past it by rdlock_slow's spin, unnamed; the scan under
  * the bucket names them and the queue lends to them (RW5).  Only the
  * first queued writer scans (the lend is the whole queue's), and only a
- * read-held lock (a writer holder is named in the word).  Still queued
- * (park word WAITING under the bucket: a grant or a wake dequeues and
- * marks it there), so @rw is alive, and its word may be peeked first.
+ * read-held lock (a writer holder is named in the word).  We are inside
+ * our own write-lock call on @rw, so it is alive (destroying or freeing
+ * it now is the program's error), and its word may be peeked before the
+ * bucket; under it, WAITING says we are still queued (a grant or a wake
+ * dequeues and marks us there).
  */
 static void rw_rescan(proxylock_rwlock_t *rw, struct plk_thread *me)
 {
@@ -556,15 +558,20 @@ static struct timespec mono_ts(uint64_t ns)
 	return (struct timespec){ (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
 }
 
-/* Nanoseconds from now until @abstime on @clock (0: passed). */
+/* Nanoseconds from now until @abstime on @clock (0: passed), at most
+ * 2^60 (36 years: a slice's end, so a farther deadline, up to time_t's
+ * largest, is as good as none; nothing here overflows). */
 static uint64_t ns_until(clockid_t clock, const struct timespec *abstime)
 {
 	struct timespec now;
 	int64_t d;
 
 	clock_gettime(clock, &now);
-	d = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000000000 +
-	    (abstime->tv_nsec - now.tv_nsec);
+	if (abstime->tv_sec < now.tv_sec)
+		return 0;
+	if (abstime->tv_sec - now.tv_sec > 1000000000)
+		return UINT64_C(1) << 60;
+	d = (int64_t)(abstime->tv_sec - now.tv_sec) * 1000000000 + (abstime->tv_nsec - now.tv_nsec);
 	return d > 0 ? (uint64_t)d : 0;
 }
 

@@ -7,6 +7,8 @@
  * sched_getaffinity), never the library's bookkeeping.  Donation tests
  * need 2 CPUs and the privilege to lower nice (root).
  */
+#include <limits.h>
+
 #include "rwscenario.h"
 
 static void require_two_cpus_and_nice(void)
@@ -151,6 +153,42 @@ START_TEST(timed_locks_time_out_and_refuse_bad_deadlines_and_clocks)
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	ck_assert_uint_eq(rw.__word, 0);
 	actor_quit(&a);
+}
+END_TEST
+
+/* A timed write lock on @clock with the farthest deadline there is. */
+static void *wrlock_far(void *p)
+{
+	struct far_wr { proxylock_rwlock_t *rw; clockid_t clock; } *a = p;
+	struct timespec far = { .tv_sec = LONG_MAX, .tv_nsec = 0 };
+	int err = proxylock_rwlock_clockwrlock(a->rw, a->clock, &far);
+
+	if (err == 0)
+		ck_assert_int_eq(proxylock_rwlock_unlock(a->rw), 0);
+	return (void *)(intptr_t)err;
+}
+
+START_TEST(a_writer_queued_with_a_far_deadline_waits_for_the_lock)
+{
+	static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
+
+	for (int i = 0; i < 2; i++) {
+		proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+		struct far_wr { proxylock_rwlock_t *rw; clockid_t clock; } a = { &rw, clocks[i] };
+		pthread_t t;
+		void *rc;
+
+		ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, wrlock_far, &a), 0);
+		/* Queued (WAITERS, bit 31), then a few of its rescan slices. */
+		ck_assert(eventually(__atomic_load_n(&rw.__word, __ATOMIC_RELAXED) & 0x80000000u,
+		                     2000));
+		usleep(20000);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+		pthread_join(t, &rc);
+		ck_assert_msg((int)(intptr_t)rc == 0, "clock %d: the writer gave %d",
+		              (int)clocks[i], (int)(intptr_t)rc);
+	}
 }
 END_TEST
 
@@ -628,6 +666,7 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, a_hundred_forty_readers_queued_behind_a_writer_all_get_the_lock);
 	tcase_add_test(tc, a_read_lock_released_by_a_later_key_destructor_is_released);
 	tcase_add_test(tc, timed_locks_time_out_and_refuse_bad_deadlines_and_clocks);
+	tcase_add_test(tc, a_writer_queued_with_a_far_deadline_waits_for_the_lock);
 	tcase_add_test(tc, destroy_while_held_is_ebusy_and_a_destroyed_rwlock_is_einval);
 	tcase_add_test(tc, relocking_for_writing_or_reading_while_writing_is_edeadlk_trylock_ebusy);
 	tcase_add_test(tc, unlock_by_a_thread_that_holds_nothing_is_eperm_and_changes_nothing);
