@@ -31,8 +31,8 @@
  * of the last read hold of a thread clears the slot first, then CASes
  * the count down with release; with PLK_RW_WAITERS set it clears the
  * slot by exchange and leaves the same way unless a scan named it
- * (PLK_RD_NAMED) or its hold is the last (slow path).  wrlock is one CAS 0 -> WRITER|TID,
- * unlock one CAS back to 0.  None touches the registry or makes a
+ * (PLK_RD_NAMED) or its hold is the last (slow path).  wrlock is one
+ * CAS 0 -> WRITER|TID, unlock one CAS back to 0.  None touches the registry or makes a
  * syscall; a thread's first read lock claims its read set (slow path).
  */
 #ifndef PLK_RWLOCKWORD_H
@@ -153,9 +153,10 @@ enum { PLK_RD_SLOW = 0, PLK_RD_DONE = 1, PLK_RD_CLEARED = 2 };
 
 /*
  * The last read hold of @rw, in slot @i of @s, with PLK_RW_WAITERS seen
- * set in @w: a writer waits.  Clear the slot by exchange: the old value
- * carries PLK_RD_NAMED iff a scan named (and lent to) us before, and no
- * scan names us after (its mark CAS fails on the cleared slot; rdset.h).
+ * set in @w: a writer waits.  Clear the slot by exchange: every scan
+ * that lent to us marked the slot PLK_RD_NAMED first, so the old value
+ * carries the mark if one did, and no scan names us after (its mark CAS
+ * fails on the cleared slot; rdset.h).
  * Named: the bucket withdraws (PLK_RD_CLEARED).  Not named (we joined
  * since the last scan): decrement here, unless ours is the last hold,
  * whose release must grant (PLK_RD_CLEARED too).  Relaxed exchange: the
