@@ -120,8 +120,9 @@ static inline bool plk_rw_rdlock_fast_new(proxylock_rwlock_t *rw, struct plk_rds
 	return false;
 }
 
-/** plk_rw_rdlock_fast - one read hold without waiting, or false. */
-static inline bool plk_rw_rdlock_fast(proxylock_rwlock_t *rw)
+/** plk_rw_rdlock_fast - one read hold without waiting, or false (forced
+ * inline, as plk_rw_rdunlock_fast: the public calls' fast paths). */
+static inline __attribute__((always_inline)) bool plk_rw_rdlock_fast(proxylock_rwlock_t *rw)
 {
 	struct plk_rdset *s = plk_tls_rdset;
 	uint32_t w;
@@ -163,8 +164,10 @@ enum { PLK_RD_SLOW = 0, PLK_RD_DONE = 1, PLK_RD_CLEARED = 2 };
  * release CAS orders it before the decrement, and a mark it reads sends
  * us through the bucket, after the scanner's hold.
  */
-static inline int plk_rw_rdunlock_waiting(proxylock_rwlock_t *rw, struct plk_rdset *s, int i,
-                                          uint32_t w)
+/* Out of line (cold), so that plk_rw_rdunlock_fast inlines small. */
+static __attribute__((noinline, unused)) int plk_rw_rdunlock_waiting(proxylock_rwlock_t *rw,
+                                                                     struct plk_rdset *s, int i,
+                                                                     uint32_t w)
 {
 	uintptr_t old = __atomic_exchange_n(&s->lock[i], 0, __ATOMIC_RELAXED);
 
@@ -187,7 +190,7 @@ static inline int plk_rw_rdunlock_waiting(proxylock_rwlock_t *rw, struct plk_rds
  * decrement is the slow path's (rwlock.c).  A recursive hold is a plain
  * decrement: the count stays above 0, nobody is released or woken.
  */
-static inline int plk_rw_rdunlock_fast(proxylock_rwlock_t *rw)
+static inline __attribute__((always_inline)) int plk_rw_rdunlock_fast(proxylock_rwlock_t *rw)
 {
 	struct plk_rdset *s = plk_tls_rdset;
 	uint32_t w;
