@@ -10,10 +10,9 @@
  * cost a fork without the interposer does not pay (issue 18).
  */
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "stats.h"
+#include "wipeonfork.h"
 
 union plk_stats_page plk_stats_page __attribute__((aligned(4096)));
 static bool stats_wipe_on_fork;
@@ -31,14 +30,7 @@ void proxylock_stats_get(struct proxylock_stats *out)
 
 void plk_stats_fork_init(void)
 {
-	long pg = sysconf(_SC_PAGESIZE);  /* from the auxv: no syscall */
-
-	/* Whole kernel pages only: with pages larger than the 4 KiB it is
-	 * aligned to (16 or 64 KiB on some arm64 kernels) the advice would
-	 * wipe the .bss after it in the child too. */
-	stats_wipe_on_fork = pg > 0 && sizeof(plk_stats_page) % (size_t)pg == 0 &&
-	                     (uintptr_t)&plk_stats_page % (uintptr_t)pg == 0 &&
-	                     madvise(&plk_stats_page, sizeof(plk_stats_page), MADV_WIPEONFORK) == 0;
+	stats_wipe_on_fork = plk_bss_wipe_on_fork(&plk_stats_page, sizeof(plk_stats_page));
 }
 
 void plk_stats_fork_child(void)

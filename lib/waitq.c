@@ -20,10 +20,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "waitq.h"
+#include "wipeonfork.h"
 
 /*
  * Zero-filled, so usable before any constructor has run (the interposer
@@ -206,13 +205,7 @@ void plk_waitq_fork_parent(void)
 
 void plk_waitq_fork_init(void)
 {
-	long pg = sysconf(_SC_PAGESIZE);  /* from the auxv: no syscall */
-
-	/* Whole kernel pages only (as stats.c's page): a larger kernel page
-	 * than the table's 4 KiB alignment would wipe the .bss after it. */
-	buckets_wipe_on_fork = pg > 0 && sizeof(buckets) % (size_t)pg == 0 &&
-	                       (uintptr_t)buckets % (uintptr_t)pg == 0 &&
-	                       madvise(buckets, sizeof(buckets), MADV_WIPEONFORK) == 0;
+	buckets_wipe_on_fork = plk_bss_wipe_on_fork(buckets, sizeof(buckets));
 }
 
 /* Child: every queued waiter was a parent thread; empty all queues
