@@ -157,9 +157,14 @@ START_TEST(timed_locks_time_out_and_refuse_bad_deadlines_and_clocks)
 END_TEST
 
 /* A timed write lock on @clock with the farthest deadline there is. */
+struct far_wr {
+	proxylock_rwlock_t *rw;
+	clockid_t clock;
+};
+
 static void *wrlock_far(void *p)
 {
-	struct far_wr { proxylock_rwlock_t *rw; clockid_t clock; } *a = p;
+	struct far_wr *a = p;
 	struct timespec far = { .tv_sec = LONG_MAX, .tv_nsec = 0 };
 	int err = proxylock_rwlock_clockwrlock(a->rw, a->clock, &far);
 
@@ -174,7 +179,7 @@ START_TEST(a_writer_queued_with_a_far_deadline_waits_for_the_lock)
 
 	for (int i = 0; i < 2; i++) {
 		proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
-		struct far_wr { proxylock_rwlock_t *rw; clockid_t clock; } a = { &rw, clocks[i] };
+		struct far_wr a = { &rw, clocks[i] };
 		pthread_t t;
 		void *rc;
 
@@ -182,7 +187,7 @@ START_TEST(a_writer_queued_with_a_far_deadline_waits_for_the_lock)
 		ck_assert_int_eq(pthread_create(&t, NULL, wrlock_far, &a), 0);
 		/* Queued (WAITERS, bit 31), then a few of its rescan slices. */
 		ck_assert(eventually(__atomic_load_n(&rw.__word, __ATOMIC_RELAXED) & 0x80000000u,
-		                     2000));
+		                     bound_ms(2000)));
 		usleep(20000);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 		pthread_join(t, &rc);

@@ -84,7 +84,7 @@ static void retraction_scenario(int *after)
 	sem_wait(&r_done);                                    /* R published */
 	ck_assert_int_eq(pthread_create(&w, NULL, writer, NULL), 0);
 	/* W queues behind X and its scan lends to R's published slot. */
-	ck_assert_msg(eventually(kview_of(rtid).nice == 0, (int)(time_bound_ns(2000000000ull) / 1000000)),
+	ck_assert_msg(eventually(kview_of(rtid).nice == 0, bound_ms(2000)),
 	              "the queued writer never lent to the published reader");
 	sem_post(&r_step);
 	sem_wait(&r_done);                                    /* R retracted */
@@ -194,7 +194,7 @@ START_TEST(an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more)
 	ck_assert_ptr_nonnull(t);
 	sem_post(&f_go);
 	/* The unlock clears the word, then waits for the publisher's record. */
-	ck_assert_msg(eventually(plk_rw_word(F) == 0, (int)(time_bound_ns(2000000000ull) / 1000000)),
+	ck_assert_msg(eventually(plk_rw_word(F) == 0, bound_ms(2000)),
 	              "the reader's unlock never freed the rwlock");
 	ck_assert_int_eq(proxylock_rwlock_wrlock(F), 0);
 	ck_assert_int_eq(proxylock_rwlock_unlock(F), 0);
