@@ -30,6 +30,8 @@ plk_configure() {
 	shift
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "$@"
+	elif [ $# -gt 0 ]; then
+		meson configure "$dir" "$@" >/dev/null  # an older build takes them too
 	fi
 	ninja -C "$dir"
 }

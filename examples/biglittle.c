@@ -11,12 +11,14 @@
  *     background work is, so that energy-aware scheduling stays on (a
  *     little CPU whose running tasks do not fit it is "overutilized",
  *     and then the load balancer moves any task anywhere);
- *   - a small task (nice 19, uclamp_max 300, uclamp_min 0) that may run
+ *   - a small task (nice 15, uclamp_max 300, uclamp_min 0) that may run
  *     on every CPU but starts each round on a little one, holding a lock
- *     for BIGLITTLE_CS_US (default 2000) us of work (as measured on an
+ *     for BIGLITTLE_CS_US (default 20000) us of work (as measured on an
  *     idle big CPU at start: a fixed amount of work, not of CPU time,
- *     which TCG on a busy host charges with stolen time); its uclamp_max keeps
- *     it little (it never becomes a misfit), unless a waiter lends it more;
+ *     which TCG on a busy host charges with stolen time); its uclamp_max
+ *     keeps it little (it never becomes a misfit), unless a waiter lends
+ *     it more.  Against the nice-0 hog it gets about 1/30 of its little
+ *     CPU: little is that much slower for it;
  *   - a big task (uclamp_min = uclamp_max = 1024) pinned to a big CPU,
  *     taking the lock every BIGLITTLE_BIG_PERIOD_US (1 ms).  It waits
  *     once per critical section and takes the lock free in between, so
@@ -35,11 +37,20 @@
  * overutilized and the holder a misfit, and the scheduler moves it to a
  * big one.
  *
+ * Why 20 ms of work: the scheduler marks a CPU as holding a misfit only
+ * while the misfit task is current there (rq->misfit_task_load, set when
+ * it is picked or ticks, cleared when the hog is).  With 2 ms of work (the
+ * first version) the whole critical section fit in one or two of the
+ * small task's slices on the little CPU, so the move came, if at all,
+ * after most of the work: 38-50% of it ran on big CPUs.  With 20 ms, one
+ * or two slices of the little CPU pass before the move and about 94% runs
+ * on big (docs/design.md, "The big.LITTLE scenario").
+ *
  * One mode per process: the library's PROXYLOCK_DONATE decides what is
  * lent (none, uclamp, all).  Built twice: linked with libproxylock, and as
  * biglittle-pthread, plain pthread calls, a proxylock only under the
  * LD_PRELOAD interposer.  Prints one line:
- *   BIGLITTLE impl=... donate=... wait_p50_us= wait_p99_us= wait_max_us=
+ *   BIGLITTLE impl=... donate=... cs_us= wait_p50_us= wait_p99_us= wait_max_us=
  *     cs_wall_p50_us= cs_wall_p99_us= cs_big_pct= waits= cs=
  * cs_big_pct: the share of sched_getcpu() samples, taken all through the
  * critical sections, that were on a big CPU.
@@ -49,6 +60,7 @@
 #include "proxylock.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -89,9 +101,9 @@ static proxylock_mutex_t lock;
 static int ncpus, big[MAX_CPUS], nbig, little[MAX_CPUS], nlittle;
 static bool is_big[MAX_CPUS];
 static int stop;
-static long cs_us = 2000;       /* the critical section's work, in us on an idle big CPU */
+static long cs_us = 20000;      /* the critical section's work, in us on an idle big CPU */
 static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
-static int small_nice = 19, go_home = 1, hog_umax = 300, gap_sleep_us = 0;
+static int small_nice = 15, go_home = 1, hog_umax = 300, gap_sleep_us = 0;
 static int gap_us = 2000, big_period_us = 1000;
 
 static int nwaits, ncs;
@@ -302,28 +314,49 @@ static void calibrate(void)
 	units_per_ms = best / 20 ? best / 20 : 1;
 }
 
+/* A whole decimal number in [lo, hi], or a usage message and exit 2. */
+static long number(const char *what, const char *text, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || end == text || *end || v < lo || v > hi) {
+		fprintf(stderr, "biglittle: %s must be a number from %ld to %ld, not '%s'\n"
+		                "usage: biglittle [seconds]   (knobs: BIGLITTLE_* in the environment,"
+		                " see examples/biglittle.c)\n", what, lo, hi, text);
+		exit(2);
+	}
+	return v;
+}
+
+/* The knob @name from the environment, or @def. */
+static int knob(const char *name, int def, int lo, int hi)
+{
+	const char *env = getenv(name);
+
+	return env ? (int)number(name, env, lo, hi) : def;
+}
+
 int main(int argc, char **argv)
 {
-	int secs = argc > 1 ? atoi(argv[1]) : 3;
+	int secs = argc > 1 ? (int)number("seconds", argv[1], 1, 3600) : 3;
 	pthread_t hogs[MAX_CPUS], small, bigt;
-	const char *env = getenv("BIGLITTLE_CS_US");
 	char kinds[64];
 	unsigned k;
 
-	if (env)
-		cs_us = atol(env);
-	if ((env = getenv("BIGLITTLE_SMALL_NICE")))
-		small_nice = atoi(env);
-	if ((env = getenv("BIGLITTLE_HOME")))
-		go_home = atoi(env);
-	if ((env = getenv("BIGLITTLE_GAP_US")))
-		gap_us = atoi(env);
-	if ((env = getenv("BIGLITTLE_BIG_PERIOD_US")))
-		big_period_us = atoi(env);
-	if ((env = getenv("BIGLITTLE_GAP_SLEEP_US")))
-		gap_sleep_us = atoi(env);
-	if ((env = getenv("BIGLITTLE_HOG_UMAX")))
-		hog_umax = atoi(env);
+	if (argc > 2) {
+		fprintf(stderr, "usage: biglittle [seconds]\n");
+		return 2;
+	}
+	cs_us = knob("BIGLITTLE_CS_US", (int)cs_us, 1, 10000000);
+	small_nice = knob("BIGLITTLE_SMALL_NICE", small_nice, -20, 19);
+	go_home = knob("BIGLITTLE_HOME", go_home, 0, 1);
+	gap_us = knob("BIGLITTLE_GAP_US", gap_us, 0, 10000000);
+	big_period_us = knob("BIGLITTLE_BIG_PERIOD_US", big_period_us, 0, 10000000);
+	gap_sleep_us = knob("BIGLITTLE_GAP_SLEEP_US", gap_sleep_us, 0, 10000000);
+	hog_umax = knob("BIGLITTLE_HOG_UMAX", hog_umax, 0, 1024);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
@@ -351,9 +384,9 @@ int main(int argc, char **argv)
 	snprintf(kinds, sizeof(kinds), "%s%s%s%s", k & PROXYLOCK_DONATE_UCLAMP ? ",uclamp" : "",
 	         k & PROXYLOCK_DONATE_AFFINITY ? ",affinity" : "",
 	         k & PROXYLOCK_DONATE_NICE ? ",nice" : "", k & PROXYLOCK_DONATE_RT ? ",rt" : "");
-	printf("BIGLITTLE impl=%s donate=%s wait_p50_us=%llu wait_p99_us=%llu wait_max_us=%llu"
+	printf("BIGLITTLE impl=%s donate=%s cs_us=%ld wait_p50_us=%llu wait_p99_us=%llu wait_max_us=%llu"
 	       " cs_wall_p50_us=%llu cs_wall_p99_us=%llu cs_big_pct=%.1f waits=%d cs=%d",
-	       IMPL, k ? kinds + 1 : "none",
+	       IMPL, k ? kinds + 1 : "none", cs_us,
 	       (unsigned long long)pct_us(waits, nwaits, 50),
 	       (unsigned long long)pct_us(waits, nwaits, 99),
 	       (unsigned long long)pct_us(waits, nwaits, 100),

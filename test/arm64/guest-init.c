@@ -12,14 +12,21 @@
  *     NAME TIMEOUT-SECONDS [VAR=VALUE...] PROGRAM [ARG...]
  *
  * with one verdict line per program, an end marker, and powers off (PSCI
- * SYSTEM_OFF ends qemu).  Lines on the console, all prefixed PROXYLOCK-ARM64:
+ * SYSTEM_OFF ends qemu).  A line of the single word "housekeeping" keeps
+ * the guest's own work off the little CPUs from then on (init, every
+ * kernel thread that may move, unbound workqueues; the others capped;
+ * see housekeeping_on_big()).  Lines on the console, all prefixed
+ * PROXYLOCK-ARM64:
  *     BOOTED <n> cpus capacity=<c0>,<c1>,...  asym=<0|1>
  *     RUN <name>
  *     RESULT <name> PASS|FAIL|TIMEOUT rc=<status> secs=<wall>
+ *     HOUSEKEEPING cpus=<hex mask> moved=<n> pinned=<n> refused=<n>
  *     DONE failed=<n>
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched/types.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +35,15 @@
 #include <sys/reboot.h>
 #include <sys/klog.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAXARGS 64
+
+static sigset_t sigchld;  /* blocked in /init, waited for with sigtimedwait */
 
 static double now(void)
 {
@@ -130,6 +140,73 @@ static void describe_machine(void)
 	fflush(stdout);
 }
 
+/* Cap @pid's uclamp_max at @cap, keeping the rest of its attributes. */
+static int cap_to_little(pid_t pid, long cap)
+{
+	/* SCHED_FLAG_KEEP_POLICY | _KEEP_PARAMS | _UTIL_CLAMP_MAX (linux/sched.h;
+	 * the struct is linux/sched/types.h's, so no glibc sched.h here) */
+	struct sched_attr a = { .size = sizeof(a), .sched_util_max = (uint32_t)cap,
+	                        .sched_flags = 0x08 | 0x10 | 0x40 };
+
+	return syscall(SYS_sched_setattr, pid, &a, 0) == 0;
+}
+
+/*
+ * Keep the guest's own work on the big CPUs (those of the highest
+ * cpu_capacity), for the big.LITTLE scenario.  A task with the default
+ * clamps (uclamp_max 1024) that runs on a little CPU makes the scheduler
+ * find that CPU overutilized (1024 does not fit 400), which turns
+ * energy-aware placement off until the next balance and lets an idle big
+ * CPU pull the scenario's small task off its little CPU, clamp or not.
+ * Without this, the RCU grace-period thread and vmstat's workers did
+ * that now and then: 0-18% of the undonated critical section ran on big
+ * CPUs.  Per-CPU kernel threads cannot move (sched_setaffinity refuses):
+ * they are capped at the little CPUs' capacity instead ("pinned"; the
+ * stopper and deadline threads refuse that too, and carry no clamp), and
+ * vmstat's per-CPU work runs hourly.
+ */
+static void housekeeping_on_big(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN), cap, max = 0, min = 1024;
+	char path[300], buf[64];
+	int moved = 0, pinned = 0, refused = 0;
+	unsigned long mask = 0;  /* the kernel's cpumask, in the raw syscall's form */
+	struct dirent *e;
+	DIR *d;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (long i = 0; i < n && i < 64; i++) {
+			snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity", i);
+			cap = read_line(path, buf, sizeof(buf)) == 0 ? atol(buf) : 1024;
+			if (pass == 0 && cap > max)
+				max = cap;
+			if (pass == 0 && cap < min)
+				min = cap;
+			if (pass == 1 && cap == max)
+				mask |= 1ul << i;
+		}
+	d = opendir("/proc");
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9') {
+			pid_t pid = atoi(e->d_name);
+
+			if (syscall(SYS_sched_setaffinity, pid, sizeof(mask), &mask) == 0)
+				moved++;
+			else if (cap_to_little(pid, min))
+				pinned++;
+			else
+				refused++;
+		}
+	if (d)
+		closedir(d);
+	snprintf(buf, sizeof(buf), "%lx", mask);
+	write_file("/sys/devices/virtual/workqueue/cpumask", buf);
+	write_file("/proc/sys/vm/stat_interval", "3600");
+	printf("PROXYLOCK-ARM64: HOUSEKEEPING cpus=%s moved=%d pinned=%d refused=%d\n", buf, moved,
+	       pinned, refused);
+	fflush(stdout);
+}
+
 /* Run one /tests line; returns 0 on a pass. */
 static int run_line(char *line)
 {
@@ -141,6 +218,10 @@ static int run_line(char *line)
 	for (char *t = strtok_r(line, " \t\n", &save); t && ntok < MAXARGS;
 	     t = strtok_r(NULL, " \t\n", &save))
 		tok[ntok++] = t;
+	if (ntok == 1 && strcmp(tok[0], "housekeeping") == 0) {
+		housekeeping_on_big();
+		return 0;
+	}
 	if (ntok < 3 || tok[0][0] == '#')
 		return 0;
 	name = tok[0];
@@ -155,6 +236,7 @@ static int run_line(char *line)
 	t0 = now();
 	pid = fork();
 	if (pid == 0) {
+		sigprocmask(SIG_UNBLOCK, &sigchld, NULL);
 		setpgid(0, 0);
 		for (int i = 0; i < nenv; i++)
 			putenv(envp_extra[i]);
@@ -162,17 +244,30 @@ static int run_line(char *line)
 		fprintf(stderr, "exec %s: %s\n", tok[first], strerror(errno));
 		_exit(127);
 	}
+	/* Sleep until a child exits or the limit passes (SIGCHLD is blocked,
+	 * main): no periodic wake-up.  A poll here ran every 20 ms on any
+	 * CPU, with the default clamps, and each time it ran on a little CPU
+	 * the scheduler found that CPU overutilized (uclamp_max 1024 does
+	 * not fit it), which let the big CPUs pull the biglittle scenario's
+	 * small task there, its clamp notwithstanding. */
 	for (;;) {
 		pid_t r = waitpid(pid, &status, WNOHANG);
+		double left = limit - (now() - t0);
+		struct timespec ts;
 
 		if (r == pid)
 			break;
-		if (now() - t0 > limit && !timed_out) {
-			timed_out = 1;
-			kill(-pid, SIGKILL);
-			kill(pid, SIGKILL);
+		if (left <= 0) {
+			if (!timed_out) {
+				timed_out = 1;
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+			}
+			left = 1;
 		}
-		usleep(20000);
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		sigtimedwait(&sigchld, NULL, &ts);
 	}
 	/* Reap the test's own leftovers (Check's forks, killed groups). */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -203,6 +298,9 @@ int main(void)
 		setenv("PATH", "/bin:/t", 1);
 		setenv("LD_LIBRARY_PATH", "/lib/aarch64-linux-gnu", 1);
 	}
+	sigemptyset(&sigchld);
+	sigaddset(&sigchld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &sigchld, NULL);
 	describe_machine();
 	f = fopen("/tests", "r");
 	if (!f) {

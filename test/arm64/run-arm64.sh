@@ -14,7 +14,7 @@
 # kept there (serial-MODE.log).  Exit: 0 pass; 1 fail; 77 (meson's skip)
 # when the guest cannot be built or booted: said loudly, never a pass.
 # Knobs: PLK_ARM64_TESTS (the unit suites to run, default all seven),
-# PLK_BIGLITTLE_SECS (per run, default 4), PLK_BIGLITTLE_OUT (a file
+# PLK_BIGLITTLE_SECS (per run, default 8), PLK_BIGLITTLE_OUT (a file
 # that receives the BIGLITTLE result lines), PLK_ARM64_TIMEOUT (seconds).
 set -u
 mode=$1
@@ -96,7 +96,7 @@ cp -L /lib/aarch64-linux-gnu/libgcc_s.so.1 "$root/lib/aarch64-linux-gnu/" ||
 	fail "no arm64 libgcc_s.so.1 (libgcc-s1:arm64)"
 
 # What /init runs: NAME TIMEOUT [VAR=VALUE...] PROGRAM [ARG...]
-secs=${PLK_BIGLITTLE_SECS:-4}
+secs=${PLK_BIGLITTLE_SECS:-8}
 preload="LD_PRELOAD=/b/lib/libproxylock-preload.so"
 if [ "$mode" = unit ]; then
 	# TCG on 2 busy host cores is a slow machine: the suites run with the
@@ -114,6 +114,8 @@ if [ "$mode" = unit ]; then
 else
 	lim=$(( secs * 20 + 60 ))
 	{
+		# The guest's own work off the little CPUs (guest-init.c).
+		echo housekeeping
 		echo "none $lim PROXYLOCK_DONATE=none /b/examples/biglittle $secs"
 		echo "uclamp $lim PROXYLOCK_DONATE=uclamp /b/examples/biglittle $secs"
 		echo "all $lim PROXYLOCK_DONATE=all /b/examples/biglittle $secs"
@@ -152,14 +154,13 @@ grep -q 'PROXYLOCK-ARM64: DONE failed=0' "$work/serial" ||
 grep -q 'PROXYLOCK-ARM64: EAS .* eas=1' "$work/serial" ||
 	fail "the guest's scheduler did not start energy-aware scheduling (see the EAS and klog lines)"
 
-# The scenario's figures against the issue's targets (strict: reported)
-# and generous bounds (asserted; TCG on a busy shared host is noisy).  What
-# held in every run here: lending uclamp alone (and through the interposer)
-# cuts the big task's longest wait and the critical section's p99 wall time
-# to well under half, and lending everything cuts the latter too.  What
-# did not: the share of the critical section on big CPUs (none: 0-60%,
-# uclamp: 14-76%, by host load), and p99 waits (the big task takes the
-# lock free a hundred times per critical section): reported as targets.
+# The scenario's figures against the issue's targets (reported, met or
+# missed) and generous bounds (asserted; TCG on a busy shared host is
+# noisy).  What held in every run here (docs/design.md, "The big.LITTLE
+# scenario"): uclamp alone moves 88-95% of the critical section to big
+# CPUs and cuts the big task's p99 wait to 0.06-0.1x; without donation
+# 0-11% runs on big (transient overutilization lets the idle big CPUs
+# pull the small task now and then).
 grep '^BIGLITTLE' "$work/serial" > "$work/results"
 [ -n "${PLK_BIGLITTLE_OUT:-}" ] && cp "$work/results" "$PLK_BIGLITTLE_OUT"
 awk '
@@ -198,6 +199,9 @@ END {
 	check(ratio(ucl, none, "cs_wall_p99_us") <= 0.5, "uclamp alone: cs wall p99 <= 0.5 x none")
 	check(ratio(all, none, "cs_wall_p99_us") <= 0.5, "all kinds: cs wall p99 <= 0.5 x none")
 	check(ratio(pre, gl, "wait_max_us") <= 0.5, "interposer, uclamp alone: max wait <= 0.5 x glibc")
+	check(f(ucl, "cs_big_pct") >= 60, "uclamp alone: >= 60% of the critical section on big")
+	check(f(pre, "cs_big_pct") >= 60, "interposer, uclamp alone: >= 60% on big")
+	check(f(none, "cs_big_pct") <= 30 && f(gl, "cs_big_pct") <= 30, "no donation, glibc: <= 30% on big")
 	# The targets of issue 14: reported, not asserted (see README).
 	target(ratio(ucl, none, "wait_p99_us") <= 0.2, "uclamp alone: p99 wait <= 0.2 x none")
 	target(f(ucl, "cs_big_pct") >= 80, "uclamp alone: >= 80% of the critical section on big")
