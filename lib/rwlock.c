@@ -110,6 +110,11 @@
 #include "waitq.h"
 
 #define PLK_RW_SPIN 100
+/* A writer's spin while readers hold: readers keep coming under the
+ * prefer-reader kinds, so the count seldom reaches 0 while one is
+ * watched, and the turns burn CPU the readers would use (8 threads on 2
+ * CPUs, 10% writes: 13% of all time in the writer's spin). */
+#define PLK_RW_SPIN_READ_HELD 10
 #define GRANT_BATCH 64
 /* A queued writer's rescan period (rw_park): how long a reader that
  * joined past it may read unnamed, not lent to. */
@@ -849,11 +854,12 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		return EINVAL;
 	if (write_held_by(w, self))
 		return try ? EBUSY : EDEADLK;
-	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
+	for (int i = 0, read_held = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self))
 			return 0;
-		if (w & PLK_RW_WAITERS)
+		if ((w & PLK_RW_WAITERS) ||
+		    (!(w & PLK_RW_WRITER) && w && ++read_held > PLK_RW_SPIN_READ_HELD))
 			break;
 		plk_cpu_relax();
 	}
