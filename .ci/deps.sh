@@ -31,7 +31,9 @@ plk_configure() {
 	if [ ! -f "$dir/build.ninja" ]; then
 		meson setup "$dir" "$@"
 	elif [ $# -gt 0 ]; then
-		meson configure "$dir" "$@" >/dev/null  # an older build takes them too
+		# An existing build takes them too (setup --reconfigure: meson
+		# configure refuses an option newer than the build directory).
+		meson setup --reconfigure "$dir" "$@" >/dev/null
 	fi
 	ninja -C "$dir"
 }

@@ -5,7 +5,7 @@
 # (benchmark,impl,threads,cs_ns,metric,value,unit; one run per contender,
 # so value is that run's figure) and to OUT-DIR/summary.md.
 #   usage: sh bench/biglittle.sh OUT-DIR [--quick]
-# Never builds the arm64 kernel (11+ minutes): it uses the guest only if
+# Never builds the arm64 kernel (about 5 minutes): it uses the guest only if
 # the kernel is already cached (the test suite builds it: meson test
 # --suite biglittle), otherwise it says so and adds nothing.  Not a
 # pass/fail: the bounds are the test suite's business.

@@ -110,10 +110,11 @@
 #include "waitq.h"
 
 #define PLK_RW_SPIN 100
-/* A writer's spin while readers hold: readers keep coming under the
- * prefer-reader kinds, so the count seldom reaches 0 while one is
- * watched, and the turns burn CPU the readers would use (8 threads on 2
- * CPUs, 10% writes: 13% of all time in the writer's spin). */
+/* A writer's turns while readers hold (any kind: until the writer
+ * queues and sets WAITERS, readers keep coming), then it queues: the
+ * count seldom reaches 0 while it is watched, and the turns burn CPU the
+ * readers need (4 threads on 2 CPUs, 10% writes: 13% of all time was in
+ * a writer's spin; docs/design.md). */
 #define PLK_RW_SPIN_READ_HELD 10
 #define GRANT_BATCH 64
 /* A queued writer's rescan period (rw_park): how long a reader that

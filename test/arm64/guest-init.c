@@ -12,15 +12,16 @@
  *     NAME TIMEOUT-SECONDS [VAR=VALUE...] PROGRAM [ARG...]
  *
  * with one verdict line per program, an end marker, and powers off (PSCI
- * SYSTEM_OFF ends qemu).  A line of the single word "housekeeping" keeps
- * the guest's own work off the little CPUs from then on (init, every
- * kernel thread that may move, unbound workqueues; the others capped;
- * see housekeeping_on_big()).  Lines on the console, all prefixed
+ * SYSTEM_OFF ends qemu).  A line of the single word "housekeeping" moves
+ * the guest's own work off the little CPUs (init and its later children,
+ * every kernel thread that exists and may move, unbound workqueues; the
+ * per-CPU kernel threads capped; kernel threads created later are not
+ * covered; see housekeeping_on_big()).  Lines on the console, all prefixed
  * PROXYLOCK-ARM64:
  *     BOOTED <n> cpus capacity=<c0>,<c1>,...  asym=<0|1>
  *     RUN <name>
  *     RESULT <name> PASS|FAIL|TIMEOUT rc=<status> secs=<wall>
- *     HOUSEKEEPING cpus=<hex mask> moved=<n> pinned=<n> refused=<n>
+ *     HOUSEKEEPING cpus=<hex mask> moved=<n> pinned=<n> refused=<n> wq=ok|fail stat=ok|fail
  *     DONE failed=<n>
  */
 #include <dirent.h>
@@ -68,15 +69,18 @@ static int read_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static void write_file(const char *path, const char *s)
+/* Write @s to @path; whether it took. */
+static int write_file(const char *path, const char *s)
 {
-	int fd = open(path, O_WRONLY);
+	int fd = open(path, O_WRONLY), ok = 0;
 
 	if (fd >= 0) {
-		if (write(fd, s, strlen(s)) < 0)
+		ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+		if (!ok)
 			perror(path);
 		close(fd);
 	}
+	return ok;
 }
 
 /*
@@ -169,7 +173,7 @@ static void housekeeping_on_big(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN), cap, max = 0, min = 1024;
 	char path[300], buf[64];
-	int moved = 0, pinned = 0, refused = 0;
+	int moved = 0, pinned = 0, refused = 0, wq_ok, stat_ok;
 	unsigned long mask = 0;  /* the kernel's cpumask, in the raw syscall's form */
 	struct dirent *e;
 	DIR *d;
@@ -200,10 +204,10 @@ static void housekeeping_on_big(void)
 	if (d)
 		closedir(d);
 	snprintf(buf, sizeof(buf), "%lx", mask);
-	write_file("/sys/devices/virtual/workqueue/cpumask", buf);
-	write_file("/proc/sys/vm/stat_interval", "3600");
-	printf("PROXYLOCK-ARM64: HOUSEKEEPING cpus=%s moved=%d pinned=%d refused=%d\n", buf, moved,
-	       pinned, refused);
+	wq_ok = write_file("/sys/devices/virtual/workqueue/cpumask", buf);
+	stat_ok = write_file("/proc/sys/vm/stat_interval", "3600");
+	printf("PROXYLOCK-ARM64: HOUSEKEEPING cpus=%s moved=%d pinned=%d refused=%d wq=%s stat=%s\n",
+	       buf, moved, pinned, refused, wq_ok ? "ok" : "fail", stat_ok ? "ok" : "fail");
 	fflush(stdout);
 }
 
@@ -235,6 +239,11 @@ static int run_line(char *line)
 	fflush(stdout);
 	t0 = now();
 	pid = fork();
+	if (pid < 0) {
+		printf("PROXYLOCK-ARM64: RESULT %s FAIL rc=-1 secs=0.0 (fork: %s)\n", name, strerror(errno));
+		fflush(stdout);
+		return 1;
+	}
 	if (pid == 0) {
 		sigprocmask(SIG_UNBLOCK, &sigchld, NULL);
 		setpgid(0, 0);

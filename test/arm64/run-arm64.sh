@@ -145,6 +145,12 @@ grep -q 'PROXYLOCK-ARM64: BOOTED' "$work/serial" || {
 }
 grep -q 'PROXYLOCK-ARM64: BOOTED 4 cpus capacity=1024,1024,400,400 asym=1' "$work/serial" ||
 	fail "the guest is not the big.LITTLE machine (4 cpus, capacities 1024,1024,400,400, SD_ASYM_CPUCAPACITY)"
+# The result lines first: a bench run keeps those of the programs that
+# finished even if another one failed.
+if [ "$mode" = biglittle ]; then
+	grep '^BIGLITTLE' "$work/serial" > "$work/results"
+	[ -n "${PLK_BIGLITTLE_OUT:-}" ] && cp "$work/results" "$PLK_BIGLITTLE_OUT"
+fi
 grep -q 'PROXYLOCK-ARM64: DONE failed=0' "$work/serial" ||
 	fail "$(grep -c 'RESULT .* \(FAIL\|TIMEOUT\)' "$work/serial") program(s) failed in the guest, or it did not finish"
 [ "$mode" = unit ] && exit 0
@@ -156,13 +162,15 @@ grep -q 'PROXYLOCK-ARM64: EAS .* eas=1' "$work/serial" ||
 
 # The scenario's figures against the issue's targets (reported, met or
 # missed) and generous bounds (asserted; TCG on a busy shared host is
-# noisy).  What held in every run here (docs/design.md, "The big.LITTLE
-# scenario"): uclamp alone moves 88-95% of the critical section to big
-# CPUs and cuts the big task's p99 wait to 0.06-0.1x; without donation
-# 0-11% runs on big (transient overutilization lets the idle big CPUs
-# pull the small task now and then).
-grep '^BIGLITTLE' "$work/serial" > "$work/results"
-[ -n "${PLK_BIGLITTLE_OUT:-}" ] && cp "$work/results" "$PLK_BIGLITTLE_OUT"
+# noisy).  What held in every run here since the guest's housekeeping
+# (docs/design.md, "The big.LITTLE scenario"): uclamp alone moves 93-95%
+# of the critical section to big CPUs and cuts the big task's p99 wait to
+# 0.06-0.10x; without donation 0.0% runs on big, 7.7% once on a
+# host with load average 130 (0-18% before the
+# housekeeping step: a default-clamped task on a little CPU let the idle
+# big CPUs pull the small task).
+grep -q 'PROXYLOCK-ARM64: HOUSEKEEPING .* moved=[1-9][0-9]* .* wq=ok stat=ok' "$work/serial" ||
+	fail "the guest's housekeeping step did not take (see its HOUSEKEEPING line)"
 awk '
 function f(line, key,   i, n, kv, a) {
 	n = split(line, kv, " ")
@@ -199,9 +207,13 @@ END {
 	check(ratio(ucl, none, "cs_wall_p99_us") <= 0.5, "uclamp alone: cs wall p99 <= 0.5 x none")
 	check(ratio(all, none, "cs_wall_p99_us") <= 0.5, "all kinds: cs wall p99 <= 0.5 x none")
 	check(ratio(pre, gl, "wait_max_us") <= 0.5, "interposer, uclamp alone: max wait <= 0.5 x glibc")
-	check(f(ucl, "cs_big_pct") >= 60, "uclamp alone: >= 60% of the critical section on big")
-	check(f(pre, "cs_big_pct") >= 60, "interposer, uclamp alone: >= 60% on big")
-	check(f(none, "cs_big_pct") <= 30 && f(gl, "cs_big_pct") <= 30, "no donation, glibc: <= 30% on big")
+	check(f(ucl, "cs_big_pct") != "" && f(ucl, "cs_big_pct") + 0 >= 60,
+	      "uclamp alone: >= 60% of the critical section on big")
+	check(f(pre, "cs_big_pct") != "" && f(pre, "cs_big_pct") + 0 >= 60,
+	      "interposer, uclamp alone: >= 60% on big")
+	check(f(none, "cs_big_pct") != "" && f(gl, "cs_big_pct") != "" &&
+	      f(none, "cs_big_pct") + 0 <= 30 && f(gl, "cs_big_pct") + 0 <= 30,
+	      "no donation, glibc: <= 30% on big")
 	# The targets of issue 14: reported, not asserted (see README).
 	target(ratio(ucl, none, "wait_p99_us") <= 0.2, "uclamp alone: p99 wait <= 0.2 x none")
 	target(f(ucl, "cs_big_pct") >= 80, "uclamp alone: >= 80% of the critical section on big")
