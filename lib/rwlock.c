@@ -110,7 +110,8 @@
 #include "waitq.h"
 
 #define PLK_RW_SPIN 100
-/* A writer's turns while readers hold (any kind: until the writer
+/* rdlock_slow's spin turns not at all while the lock is write-held.
+ * A writer's turns while readers hold (any kind: until the writer
  * queues and sets WAITERS, readers keep coming), then it queues: the
  * count seldom reaches 0 while it is watched, and the turns burn CPU the
  * readers need (4 threads on 2 CPUs, 10% writes: 13% of all time was in
@@ -730,6 +731,12 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		w = plk_rw_word(rw);
 		if ((w & PLK_RW_WAITERS) && !pass)
 			break;  /* others are queued: go and see whether we may join */
+		/* Write-held: queue at once, as glibc's readers do.  Turns here
+		 * took CPU from the writer (threads outnumbering CPUs), and a
+		 * queued reader lends to it; the writer's release wakes the
+		 * readers (docs/design.md, the read-mostly cells). */
+		if (w & PLK_RW_WRITER)
+			break;
 		if (spin_may_join(w)) {
 			/* Published once: storing again would erase a scan's
 			 * PLK_RD_NAMED while its lend stays (rdset.h). */
