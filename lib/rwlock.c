@@ -109,9 +109,10 @@
 #include "vgclient.h"
 #include "waitq.h"
 
+/* rdlock_slow's and wrlock_slow's turns before they queue; a reader's
+ * spin ends at once on a write-held lock (rdlock_slow). */
 #define PLK_RW_SPIN 100
-/* rdlock_slow's spin turns not at all while the lock is write-held.
- * A writer's turns while readers hold (any kind: until the writer
+/* A writer's turns while readers hold (any kind: until the writer
  * queues and sets WAITERS, readers keep coming), then it queues: the
  * count seldom reaches 0 while it is watched, and the turns burn CPU the
  * readers need (4 threads on 2 CPUs, 10% writes: 13% of all time was in
@@ -733,8 +734,10 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 			break;  /* others are queued: go and see whether we may join */
 		/* Write-held: queue at once, as glibc's readers do.  Turns here
 		 * took CPU from the writer (threads outnumbering CPUs), and a
-		 * queued reader lends to it; the writer's release wakes the
-		 * readers (docs/design.md, the read-mostly cells). */
+		 * queued reader lends to it (where the lock lends); the
+		 * writer's release wakes the readers (docs/design.md, the
+		 * read-mostly cells).  The model's turn on such a word relaxes,
+		 * changing nothing: this is a subset of it. */
 		if (w & PLK_RW_WRITER)
 			break;
 		if (spin_may_join(w)) {
@@ -761,8 +764,8 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		}
 		plk_cpu_relax();
 	}
-	/* The spin ended with a kept publication (WAITERS seen in the next
-	 * turn, or the turns ran out): the writer that set WAITERS since may
+	/* The spin ended with a kept publication (WAITERS or WRITER seen in
+	 * the next turn, or the turns ran out): a writer that set WAITERS may
 	 * have named us.  Retract, so that every way on withdraws it: before
 	 * we queue, in rd_fail, or at the last unlock (RW6; the model's
 	 * BROKEN_RW_SPIN: a timed-out reader kept the lend). */

@@ -522,10 +522,12 @@ inline rd_try() {
 /* One turn of rdlock_slow's spin: read the word; WAITERS under
  * NONRECURSIVE: leave the spin (act 1, for good); not joinable
  * (SPINJOIN: a writer, or under PREFER_READER a free lock with WAITERS
- * set): relax; else publish, once (a scan's mark stays: 3), and CAS
- * (which the model lets fail at any moment: another reader moved the
- * count), and after a failed CAS read the word again: still joinable:
- * go round still published, else retract. */
+ * set): relax (the code leaves the spin on a writer's word: a relaxing
+ * turn changes nothing, so that is a subset of this); else publish,
+ * once (a scan's mark stays: 3), and CAS (which the model lets fail at
+ * any moment: another reader moved the count), and after a failed CAS
+ * read the word again: still joinable: go round still published, else
+ * retract. */
 inline rd_spin() {
 	if
 	:: !got && act != 1 ->
