@@ -37,8 +37,8 @@ function f(key,   i, a) {
 	split("wait_p50 wait_p99 wait_max cs_wall cs_wall_p99", m, " ")
 	split("wait_p50_us wait_p99_us wait_max_us cs_wall_p50_us cs_wall_p99_us", k, " ")
 	for (i = 1; i <= 5; i++)
-		printf "inversion-biglittle,%s,2,%d,%s,%s,us\n", name, f("cs_us") * 1000, m[i], f(k[i]) >> csv
-	printf "inversion-biglittle,%s,2,%d,cs_on_big,%s,%%\n", name, f("cs_us") * 1000, f("cs_big_pct") >> csv
+		printf "inversion-biglittle,%s,2,%d,%s,%s,us\n", name, cs * 1000, m[i], f(k[i]) >> csv
+	printf "inversion-biglittle,%s,2,%d,cs_on_big,%s,%%\n", name, cs * 1000, f("cs_big_pct") >> csv
 	rows = rows sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", name, d, f("wait_p50_us"),
 		f("wait_p99_us"), f("wait_max_us"), f("cs_wall_p50_us"), f("cs_big_pct"))
 }

@@ -1017,12 +1017,13 @@ static bool clock_ok(clockid_t clock)
 
 /*
  * Take a hold of @rw (@write: for writing): the fast path, then the slow
- * one.  take, release and enter are forced inline and the slow paths
- * kept out of line, so that each public call's fast path is straight
- * code with no frame to build (left to gcc, the slow paths were inlined
- * into an out-of-line take that saved six registers per call:
- * `bench/rwfast 2000000 21` read rdlock+unlock 1.21x glibc's, now 1.10x).  @try: EBUSY instead of waiting; @deadline: a clock call, which
- * needs @abstime once it has to wait.
+ * one.  @try: EBUSY instead of waiting; @deadline: a clock call, which
+ * needs @abstime once it has to wait.  take, release and enter are forced
+ * inline and the slow paths kept out of line, so that each public call's
+ * fast path is straight code with no frame to build (left to gcc, the
+ * slow paths were inlined into an out-of-line take that saved six
+ * registers per call: `bench/rwfast 2000000 21` read rdlock+unlock 1.21x
+ * glibc's, now 1.10x).
  */
 static inline __attribute__((always_inline)) int take(proxylock_rwlock_t *rw, bool write,
                                                       bool try, bool deadline, clockid_t clock,

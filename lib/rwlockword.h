@@ -32,8 +32,9 @@
  * the count down with release; with PLK_RW_WAITERS set it clears the
  * slot by exchange and leaves the same way unless a scan named it
  * (PLK_RD_NAMED) or its hold is the last (slow path).  wrlock is one
- * CAS 0 -> WRITER|TID, unlock one CAS back to 0.  None touches the registry or makes a
- * syscall; a thread's first read lock claims its read set (slow path).
+ * CAS 0 -> WRITER|TID, unlock one CAS back to 0.  None touches the
+ * registry or makes a syscall; a thread's first read lock claims its
+ * read set (slow path).
  */
 #ifndef PLK_RWLOCKWORD_H
 #define PLK_RWLOCKWORD_H

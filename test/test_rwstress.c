@@ -179,13 +179,13 @@ static void *worker(void *arg)
 }
 
 /*
- * @us microseconds with a cancellation point.  Under ThreadSanitizer not in a call
- * it intercepts (usleep): cleanup handlers run from inside an intercepted
- * blocking call have their synchronisation ignored (google/sanitizers
- * issue 646), so the unlock and the thread-exit destructors that follow
- * looked unsynchronised to it, and later threads reusing the victim's
- * read set or thread record drew false data-race reports (2 runs in 8
- * under load before this was changed).
+ * @us microseconds with a cancellation point.  Under ThreadSanitizer not
+ * in a call it intercepts (usleep): cleanup handlers run from inside an
+ * intercepted blocking call have their synchronisation ignored
+ * (google/sanitizers issue 646), so the unlock and the thread-exit
+ * destructors that follow looked unsynchronised to it, and later threads
+ * reusing the victim's read set or thread record drew false data-race
+ * reports (2 runs in 8 under load before this was changed).
  */
 static void cancellation_point(unsigned us)
 {

@@ -117,6 +117,15 @@ static void describe_eas(void)
 	       stat("/sys/kernel/debug/energy_model/cpu0", &st) == 0, aware, eas);
 }
 
+/* CPU @cpu's cpu_capacity (sysfs), or -1 if it has none. */
+static long cpu_capacity(long cpu)
+{
+	char path[96], buf[32];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity", cpu);
+	return read_line(path, buf, sizeof(buf)) == 0 ? atol(buf) : -1;
+}
+
 /* CPUs, capacities, and SD_ASYM_CPUCAPACITY in any domain of CPU 0. */
 static void describe_machine(void)
 {
@@ -126,9 +135,12 @@ static void describe_machine(void)
 	int asym = 0;
 
 	for (long i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity", i);
-		if (read_line(path, buf, sizeof(buf)) != 0)
+		long cap = cpu_capacity(i);
+
+		if (cap < 0)
 			snprintf(buf, sizeof(buf), "?");
+		else
+			snprintf(buf, sizeof(buf), "%ld", cap);
 		if (used + strlen(buf) + 2 < sizeof(caps))
 			used += (size_t)sprintf(caps + used, "%s%s", i ? "," : "", buf);
 	}
@@ -171,24 +183,24 @@ static int cap_to_little(pid_t pid, long cap)
  */
 static void housekeeping_on_big(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN), cap, max = 0, min = 1024;
-	char path[300], buf[64];
+	long n = sysconf(_SC_NPROCESSORS_ONLN), cap[64], max = 0, min = 1024;
+	char buf[64];
 	int moved = 0, pinned = 0, refused = 0, wq_ok, stat_ok;
 	unsigned long mask = 0;  /* the kernel's cpumask, in the raw syscall's form */
 	struct dirent *e;
 	DIR *d;
 
-	for (int pass = 0; pass < 2; pass++)
-		for (long i = 0; i < n && i < 64; i++) {
-			snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity", i);
-			cap = read_line(path, buf, sizeof(buf)) == 0 ? atol(buf) : 1024;
-			if (pass == 0 && cap > max)
-				max = cap;
-			if (pass == 0 && cap < min)
-				min = cap;
-			if (pass == 1 && cap == max)
-				mask |= 1ul << i;
-		}
+	if (n > 64)
+		n = 64;
+	for (long i = 0; i < n; i++) {
+		if ((cap[i] = cpu_capacity(i)) < 0)
+			cap[i] = 1024;
+		max = cap[i] > max ? cap[i] : max;
+		min = cap[i] < min ? cap[i] : min;
+	}
+	for (long i = 0; i < n; i++)
+		if (cap[i] == max)
+			mask |= 1ul << i;
 	d = opendir("/proc");
 	while (d && (e = readdir(d)))
 		if (e->d_name[0] >= '1' && e->d_name[0] <= '9') {
