@@ -115,7 +115,7 @@
 /* A writer's turns while readers hold (any kind: until the writer
  * queues and sets WAITERS, readers keep coming), then it queues: the
  * count seldom reaches 0 while it is watched, and the turns burn CPU the
- * readers need (4 threads on 2 CPUs, 10% writes: 13% of all time was in
+ * readers need (4 threads on 2 CPUs, 10% writes: 12% of all time was in
  * a writer's spin; docs/design.md). */
 #define PLK_RW_SPIN_READ_HELD 10
 #define GRANT_BATCH 64
