@@ -38,6 +38,11 @@ static pid_t die_holding(proxylock_mutex_t *m)
 
 	ck_assert_int_eq(pthread_create(&t, NULL, lock_and_exit, m), 0);
 	ck_assert_int_eq(pthread_join(t, &tid), 0);
+	/* pthread_join returns once the kernel has cleared the thread's TID
+	 * word, before it has reaped the thread, and the library tells a
+	 * dead owner by tgkill(2): until that fails the owner still exists
+	 * (a trylock in the window got EBUSY, once, in the slow arm64 guest). */
+	ck_assert(eventually(syscall(SYS_tgkill, getpid(), (pid_t)(long)tid, 0) != 0, bound_ms(2000)));
 	return (pid_t)(long)tid;
 }
 
