@@ -81,16 +81,19 @@ START_TEST(a_timed_wait_times_out_on_its_clock_and_returns_holding_the_mutex)
 	proxylock_cond_t c;
 
 	for (int i = 0; i < 2; i++) {
-		struct timespec dl = abstime_in(clocks[i], 20 * 1000000L);
+		/* The clock is read for t0 first: a thread kept away between the
+		 * two reads (a guest's vCPU the host deschedules) would otherwise
+		 * see a deadline that came sooner than 20 ms after t0. */
 		uint64_t t0 = mono_ns(), dt;
+		struct timespec dl = abstime_in(clocks[i], 20 * 1000000L);
 
 		ck_assert_int_eq(proxylock_cond_init(&c, clocks[i]), 0);
 		proxylock_mutex_lock(&m);
 		ck_assert_int_eq(proxylock_cond_timedwait(&c, &m, &dl), ETIMEDOUT);
 		dt = mono_ns() - t0;
 		ck_assert_int_eq(proxylock_mutex_owner(&m), gettid_());
-		ck_assert_msg(dt >= 19 * 1000000ull && dt < 2000 * 1000000ull, "waited %llu ns",
-		              (unsigned long long)dt);
+		ck_assert_msg(dt >= 19 * 1000000ull && dt < 2000 * 1000000ull, "clock %d: waited %llu ns",
+		              (int)clocks[i], (unsigned long long)dt);
 		ck_assert_uint_eq(c.__waiters, 0);
 		/* A deadline before 1970 (the kernel says EINVAL to it) has
 		 * passed too: ETIMEDOUT at once, never a spin. */

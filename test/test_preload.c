@@ -263,8 +263,8 @@ START_TEST(condattr_clock_is_honoured_and_bad_deadlines_refused)
 	ck_assert_int_eq(pthread_cond_timedwait(&c, &m, &bad), EINVAL);
 	/* A deadline 20 ms ahead on CLOCK_MONOTONIC is about 50 years in
 	 * the past on CLOCK_REALTIME: read on the wrong clock, no wait. */
+	t0 = mono_ns();  /* before the deadline's clock read */
 	dl = abstime_in(CLOCK_MONOTONIC, 20 * 1000000L);
-	t0 = mono_ns();
 	ck_assert_int_eq(pthread_cond_timedwait(&c, &m, &dl), ETIMEDOUT);
 	ck_assert_uint_ge(mono_ns() - t0, 19 * 1000000ull);
 	ck_assert(word_is_tid(&m));
@@ -297,8 +297,8 @@ static int clockwait_until_timeout(pthread_cond_t *c, pthread_mutex_t *m, clocki
 
 static void *clocklock_from_other_thread(void *pm)
 {
+	uint64_t t0 = mono_ns();  /* before the deadline's clock read */
 	struct timespec dl = abstime_in(CLOCK_MONOTONIC, 20 * 1000000L);
-	uint64_t t0 = mono_ns();
 
 	return (void *)(intptr_t)timed_out_after_20ms(pthread_mutex_clocklock(pm, CLOCK_MONOTONIC, &dl), t0);
 }
