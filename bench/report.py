@@ -162,8 +162,20 @@ def sampling_notes():
     return []
 
 
+def calibration_note():
+    for name in ("contended.log", "verdict.log"):
+        path = os.path.join(out, name)
+        found = os.path.exists(path) and re.findall(r"# calibrate ns_per_iter=([\d.]+)",
+                                                    open(path).read())
+        if found:
+            md.append("The critical sections' work was calibrated at %s ns per iteration "
+                      "(the fastest of 20 timings).\n" % found[0])
+            return
+
+
 def wait_tables(bench):
     md.append("## Contended wait per acquisition: p50 / p99 / p99.9 of lock() (ns)\n")
+    calibration_note()
     notes = sampling_notes()
     if notes:
         md.append("Each thread times every stride-th lock() call (two CLOCK_MONOTONIC_RAW reads, "
