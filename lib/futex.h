@@ -156,4 +156,12 @@ static inline void plk_cpu_relax(void)
 #endif
 }
 
+/** plk_cpu_relax_times - @n spin-wait hints in a row: the pause between
+ * two reads of a spin that backs off (mutex.c). */
+static inline void plk_cpu_relax_times(unsigned int n)
+{
+	while (n--)
+		plk_cpu_relax();
+}
+
 #endif /* PLK_FUTEX_H */
