@@ -276,6 +276,54 @@ static void *watchdog(void *arg)
 	return NULL;
 }
 
+/* --- a join that cannot hang the suite -------------------------------- */
+
+/* One line per thread of this process: TID, state, where it sleeps. */
+static void report_threads(void)
+{
+	for (int k = 0; k < NSLOTS; k++) {
+		char path[64], stat[256] = "", wchan[64] = "";
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", slots[k].tid);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(stat, sizeof(stat), f))
+				stat[0] = 0;
+			fclose(f);
+		}
+		snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", slots[k].tid);
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(wchan, sizeof(wchan), f))
+				wchan[0] = 0;
+			fclose(f);
+		}
+		fprintf(stderr, "rwstress: slot %d tid %d blocked %#llx wchan %s stat %.60s\n", k,
+		        slots[k].tid, (unsigned long long)slots[k].blocked, wchan, stat);
+	}
+	for (int i = 0; i < NRW; i++)
+		fprintf(stderr, "rwstress: rwlock %d word %#x readers_in %d writers_in %d\n", i,
+		        rws[i].__word, readers_in[i], writers_in[i]);
+}
+
+/*
+ * pthread_join(@t), or, if @t has not ended within 30 s, fail with what
+ * every thread and rwlock was doing (30 s, unstretched: a cancelled victim
+ * ends at its next cancellation point and a worker after its burst, in
+ * milliseconds; the 60 s run plus 30 s stays inside Check's 240 s).  A thread stuck where
+ * the watchdog does not look (spinning, or waiting on a word that stays
+ * held by nobody) would otherwise hang the suite with no word of why (seen
+ * once, under TSan in CI's emulation, at 7793cf0).
+ */
+static void join_or_report(pthread_t t, const char *what)
+{
+	struct timespec dl = abstime_in(CLOCK_REALTIME, 30 * 1000000000L);
+	int err = pthread_timedjoin_np(t, NULL, &dl);
+
+	if (err == ETIMEDOUT)
+		report_threads();
+	ck_assert_msg(err == 0, "%s did not end: pthread_timedjoin_np returned %d", what, err);
+}
+
 START_TEST(mixed_readers_writers_timeouts_and_cancellation_lose_no_wake_up)
 {
 	const char *o = getenv("PLK_STRESS_OPS");
@@ -302,18 +350,18 @@ START_TEST(mixed_readers_writers_timeouts_and_cancellation_lose_no_wake_up)
 		int k = (int)(cancels++ % NVICTIMS);
 
 		pthread_cancel(v[k]);
-		pthread_join(v[k], NULL);
+		join_or_report(v[k], "a cancelled victim");
 		unpublish(&slots[NWORKERS + k]);
 		ck_assert_int_eq(pthread_create(&v[k], NULL, victim, &slots[NWORKERS + k]), 0);
 	}
 	for (int k = 0; k < NVICTIMS; k++) {
 		pthread_cancel(v[k]);
-		pthread_join(v[k], NULL);
+		join_or_report(v[k], "a cancelled victim");
 	}
 	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	for (int k = 0; k < NWORKERS; k++)
-		pthread_join(w[k], NULL);
-	pthread_join(wd, NULL);
+		join_or_report(w[k], "a worker");
+	join_or_report(wd, "the watchdog");
 	while (__atomic_load_n(&fail.state, __ATOMIC_ACQUIRE) == 1)
 		usleep(100);
 	ck_assert_msg(!fail.state, "%s", fail.msg);
