@@ -157,7 +157,7 @@ static void *worker(void *arg)
 	unsigned seed = (unsigned)(s - slots) * 7919u + 1;
 	struct kview base, now;
 
-	s->tid = gettid_();
+	__atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELAXED);  /* report_threads reads it */
 	set_nice_self((s - slots) % 2 ? 5 : 0);
 	base = kview_of(0);
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !__atomic_load_n(&fail.state, __ATOMIC_RELAXED)) {
@@ -212,7 +212,7 @@ static void *victim(void *arg)
 {
 	struct slot *s = arg;
 
-	s->tid = gettid_();
+	__atomic_store_n(&s->tid, gettid_(), __ATOMIC_RELAXED);  /* report_threads reads it */
 	for (;;) {
 		publish(s, 0, false);
 		int rc = proxylock_rwlock_rdlock(&rws[0]);
@@ -282,27 +282,34 @@ static void *watchdog(void *arg)
 static void report_threads(void)
 {
 	for (int k = 0; k < NSLOTS; k++) {
+		pid_t tid = __atomic_load_n(&slots[k].tid, __ATOMIC_RELAXED);
 		char path[64], stat[256] = "", wchan[64] = "";
 		FILE *f;
 
-		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", slots[k].tid);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 		if ((f = fopen(path, "r"))) {
 			if (!fgets(stat, sizeof(stat), f))
 				stat[0] = 0;
 			fclose(f);
 		}
-		snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", slots[k].tid);
+		snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
 		if ((f = fopen(path, "r"))) {
 			if (!fgets(wchan, sizeof(wchan), f))
 				wchan[0] = 0;
 			fclose(f);
 		}
 		fprintf(stderr, "rwstress: slot %d tid %d blocked %#llx wchan %s stat %.60s\n", k,
-		        slots[k].tid, (unsigned long long)slots[k].blocked, wchan, stat);
+		        tid,
+		        (unsigned long long)__atomic_load_n(&slots[k].blocked, __ATOMIC_RELAXED),
+		        wchan, stat);
 	}
+	/* Atomic loads: the threads may still run, and under TSan a plain
+	 * read would end the run in a race report before this one. */
 	for (int i = 0; i < NRW; i++)
 		fprintf(stderr, "rwstress: rwlock %d word %#x readers_in %d writers_in %d\n", i,
-		        rws[i].__word, readers_in[i], writers_in[i]);
+		        __atomic_load_n(&rws[i].__word, __ATOMIC_RELAXED),
+		        __atomic_load_n(&readers_in[i], __ATOMIC_RELAXED),
+		        __atomic_load_n(&writers_in[i], __ATOMIC_RELAXED));
 }
 
 /*
