@@ -145,21 +145,31 @@ static inline void require_nice_lending(void)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,                        \
 	              "the fork child is not at its thread's base (status %#x)", (status))
 
+/* The first line of /proc/self/task/<tid>/@name into @buf (@len bytes),
+ * or false ("" in @buf) if there is none. */
+static inline bool task_file_line(pid_t tid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", tid, name);
+	if ((f = fopen(path, "r"))) {
+		ok = fgets(buf, (int)len, f) != NULL;
+		fclose(f);
+	}
+	if (!ok)
+		buf[0] = 0;
+	return ok;
+}
+
 /* Is thread @tid asleep ('S' in /proc/self/task/<tid>/stat)? */
 static inline bool thread_sleeping(pid_t tid)
 {
-	char path[64], buf[512], *p;
-	FILE *f;
-	bool s = false;
+	char buf[512], *p;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
-		s = p[2] == 'S';
-	fclose(f);
-	return s;
+	return task_file_line(tid, "stat", buf, sizeof(buf)) && (p = strrchr(buf, ')')) &&
+	       p[2] == 'S';
 }
 
 static inline pid_t gettid_(void)

@@ -278,26 +278,16 @@ static void *watchdog(void *arg)
 
 /* --- a join that cannot hang the suite -------------------------------- */
 
-/* One line per thread of this process: TID, state, where it sleeps. */
+/* One line per slot's thread (TID, what it published, where it sleeps,
+ * its stat line), then one per rwlock (word and in-counts). */
 static void report_threads(void)
 {
 	for (int k = 0; k < NSLOTS; k++) {
 		pid_t tid = __atomic_load_n(&slots[k].tid, __ATOMIC_RELAXED);
-		char path[64], stat[256] = "", wchan[64] = "";
-		FILE *f;
+		char stat[256], wchan[64];
 
-		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(stat, sizeof(stat), f))
-				stat[0] = 0;
-			fclose(f);
-		}
-		snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", tid);
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(wchan, sizeof(wchan), f))
-				wchan[0] = 0;
-			fclose(f);
-		}
+		task_file_line(tid, "stat", stat, sizeof(stat));
+		task_file_line(tid, "wchan", wchan, sizeof(wchan));
 		fprintf(stderr, "rwstress: slot %d tid %d blocked %#llx wchan %s stat %.60s\n", k,
 		        tid,
 		        (unsigned long long)__atomic_load_n(&slots[k].blocked, __ATOMIC_RELAXED),
@@ -314,12 +304,13 @@ static void report_threads(void)
 
 /*
  * pthread_join(@t), or, if @t has not ended within 30 s, fail with what
- * every thread and rwlock was doing (30 s, unstretched: a cancelled victim
- * ends at its next cancellation point and a worker after its burst, in
- * milliseconds; the 60 s run plus 30 s stays inside Check's 240 s).  A thread stuck where
- * the watchdog does not look (spinning, or waiting on a word that stays
- * held by nobody) would otherwise hang the suite with no word of why (seen
- * once, under TSan in CI's emulation, at 7793cf0).
+ * every thread and rwlock was doing (30 s, unstretched: a cancelled
+ * victim ends at its next cancellation point and a worker after its
+ * burst, in milliseconds; the 60 s run plus 30 s stays inside Check's
+ * 240 s).  A thread stuck where the watchdog does not look (spinning, or
+ * waiting on a word that stays held by nobody) would otherwise hang the
+ * suite with no word of why (seen once, under TSan in CI's emulation, at
+ * 7793cf0).
  */
 static void join_or_report(pthread_t t, const char *what)
 {
