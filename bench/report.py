@@ -153,24 +153,26 @@ for cs in (0, 100, 1000, 10000):
     md.append("")
 
 
-def sampling_notes():
+def contended_log_findall(pattern):
+    """re.findall(pattern) over the contended grid's log (a plain run's or
+    the verdict mode's, whichever exists first)."""
     for name in ("contended.log", "verdict.log"):
         path = os.path.join(out, name)
         if os.path.exists(path):
-            return re.findall(r"# wait_sampling cs_ns=(\d+) stride=(\d+) clock_pair_ns=([\d.]+) "
-                              r"overhead_ns_per_acq=([\d.]+)", open(path).read())
+            return re.findall(pattern, open(path).read())
     return []
 
 
+def sampling_notes():
+    return contended_log_findall(r"# wait_sampling cs_ns=(\d+) stride=(\d+) clock_pair_ns=([\d.]+) "
+                                 r"overhead_ns_per_acq=([\d.]+)")
+
+
 def calibration_note():
-    for name in ("contended.log", "verdict.log"):
-        path = os.path.join(out, name)
-        found = os.path.exists(path) and re.findall(r"# calibrate ns_per_iter=([\d.]+)",
-                                                    open(path).read())
-        if found:
-            md.append("The critical sections' work was calibrated at %s ns per iteration "
-                      "(the fastest of 20 timings).\n" % found[0])
-            return
+    found = contended_log_findall(r"# calibrate ns_per_iter=([\d.]+)")
+    if found:
+        md.append("The critical sections' work was calibrated at %s ns per iteration "
+                  "(the fastest of 20 timings).\n" % found[0])
 
 
 def wait_tables(bench):
