@@ -473,7 +473,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		return cond_wait_unqueued(m, ops);
 	}
 	if (!ops && plk_lend_kinds(m))
-		plk_donate_waiter_refresh(me);
+		plk_donate_waiter_refresh(me, 0);  /* a condvar wait is long: always */
 	b = plk_waitq_lock(cond_key(c));
 	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);

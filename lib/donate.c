@@ -60,8 +60,10 @@
  *      unverified: it may conclude that the lend changes nothing (if
  *      younger than PLK_BASE_TTL_NS; else it is re-read first), but
  *      before any call is made on it the holder re-reads it.  A waiter
- *      re-reads its own base before it queues, if nothing is lent to it
- *      and its token is free.  A new record's copy starts unverified.  An
+ *      re-reads its own base before it queues, if nothing is lent to it,
+ *      its token is free and (a mutex's waiter) its copy is older than
+ *      PLK_BASE_TTL_NS or says RT.  A new record's copy starts
+ *      unverified.  An
  *      unverified copy is never returned to the application
  *      (plk_donate_base_get).  Nothing is lent to a TID that is not a
  *      live thread of this process: tgkill(pid, tid, 0) first, except for
@@ -404,15 +406,18 @@ void plk_donate_apply(const struct plk_apply *a)
 }
 
 
-void plk_donate_waiter_refresh(struct plk_thread *self)
+void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns)
 {
 	pid_t tid = (pid_t)plk_tid();
 	uint64_t now_ns = plk_now_ns();
 
 	plk_ilock_lock(&self->lock);
 	/* Only while nothing is lent or being installed: then the kernel's
-	 * view is B(self). */
+	 * view is B(self).  A copy read within @max_age_ns stands, unless it
+	 * says RT: a policy or priority changed since must never be lent
+	 * (I4). */
 	if (self->nheld == 0 && !apply_due(self) &&
+	    (now_ns - self->base_ns >= max_age_ns || plk_sched_is_rt(self->base.policy)) &&
 	    plk_sched_equal(&self->applied, &self->base) && plk_thread_token_take(self)) {
 		self->base_unverified = true;
 		if (base_reread(self, tid))

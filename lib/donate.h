@@ -75,10 +75,11 @@ PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 
 /**
  * plk_donate_waiter_refresh - no internal lock held, before @self queues:
- * if nothing is lent to it, re-read its base context from the kernel, so
- * that what it lends is what it has now.
+ * if nothing is lent to it and its copy of its base context was read
+ * @max_age_ns ago or more (0: always) or says RT, re-read it from the
+ * kernel, so that what it lends is what it has (two syscalls).
  */
-PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self);
+PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns);
 
 /**
  * plk_donate_fork_prepare/parent - the forking thread holds its own apply

@@ -64,15 +64,18 @@
 #include "waitq.h"
 
 /*
- * The spin before queueing reads the word 7 times, pausing 1, 2, 4, ...
- * PLK_SPIN_PAUSE_MAX times after each read (127 pauses, the last 64
- * before queueing).  Few reads leave the owner's line alone, so an owner
+ * The spin before queueing reads the word 9 times, pausing 1, 2, 4, ...
+ * PLK_SPIN_PAUSE_MAX times after each read (511 pauses: about 9 us on
+ * this project's x86 VM, about what a futex sleep and wake-up cost there,
+ * so a spinner that gives up has lost at most what sleeping at once
+ * would have cost).  Few reads leave the owner's line alone, so an owner
  * that unlocks and relocks keeps it hot: 100 reads one pause apart gave
- * 0.74-0.94x glibc's throughput with an empty critical section, this
- * 1.37-1.46x; an 8th read after the last pause measured worse
+ * 0.74-0.94x glibc's throughput with an empty critical section.  Caps of
+ * 512 and 1024 measured better still at 2 threads and burn more CPU; at
+ * the 64 cap, an extra read after the last pause measured worse
  * (docs/design.md, "Contended throughput").
  */
-#define PLK_SPIN_PAUSE_MAX 64u
+#define PLK_SPIN_PAUSE_MAX 256u
 
 /* --- helpers --------------------------------------------------------- */
 
@@ -272,8 +275,12 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	int checks = 0;
 
 	plk_lend_prepare(m);
+	/* A copy of our base read in the last PLK_BASE_TTL_NS stands: with
+	 * the re-read's two syscalls before every sleep, our p99 wait with
+	 * 100 ns critical sections was about 10 us at 4-16 threads, without
+	 * them 41-120 ns (docs/design.md, "Contended throughput"). */
 	if (plk_lend_kinds(m))
-		plk_donate_waiter_refresh(me);
+		plk_donate_waiter_refresh(me, PLK_BASE_TTL_NS);
 	for (;;) {
 		pid_t dead = robust ? plk_dead_owner(plk_word(m), self) : 0;
 		uint64_t now_ns = plk_now_ns();

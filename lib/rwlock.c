@@ -783,8 +783,12 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 				err = rd_fail_unlocked(rw, &h, err);
 			return err;
 		}
+		/* Always re-read (0), unlike a mutex's waiter: its two
+		 * syscalls delay the queueing, and without them the read-mostly
+		 * cells fell to a third to two thirds (docs/design.md,
+		 * "Contended throughput"). */
 		if (plk_rw_lend_kinds(rw))
-			plk_donate_waiter_refresh(me);
+			plk_donate_waiter_refresh(me, 0);
 	}
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback). */
@@ -881,7 +885,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		if (!(me = plk_thread_self()))
 			return rw_yielding(rw, true, clock, abstime, NULL);
 		if (plk_rw_lend_kinds(rw))
-			plk_donate_waiter_refresh(me);
+			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */
 	}
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback). */

@@ -258,6 +258,63 @@ START_TEST(an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs)
 }
 END_TEST
 
+static proxylock_mutex_t rtd_gate = PROXYLOCK_MUTEX_INITIALIZER;
+static proxylock_mutex_t rtd_lock = PROXYLOCK_MUTEX_INITIALIZER;
+
+/* At nice 0 and SCHED_FIFO 7: waits on rtd_gate (its base is read
+ * then: RT), drops to SCHED_OTHER behind the library's back, and at once
+ * waits on rtd_lock, well within the copy's 1 ms. */
+static void *rt_dropper(void *arg)
+{
+	struct sched_param fifo = { .sched_priority = 7 }, other = { .sched_priority = 0 };
+
+	(void)arg;
+	set_nice_self(0);
+	ck_assert_int_eq(sched_setscheduler(0, SCHED_FIFO, &fifo), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&rtd_gate), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&rtd_gate), 0);
+	ck_assert_int_eq(sched_setscheduler(0, SCHED_OTHER, &other), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&rtd_lock), 0);
+	ck_assert_int_eq(proxylock_mutex_unlock(&rtd_lock), 0);
+	return NULL;
+}
+
+/*
+ * A mutex waiter lends a copy of its context up to 1 ms old, but never
+ * an RT one: a thread that dropped its RT policy since the copy was read
+ * lends its nice 0, never SCHED_FIFO 7 (the copy would say FIFO).
+ */
+START_TEST(a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt)
+{
+	struct actor h;
+	pthread_t w;
+	uint64_t until;
+	struct kview v;
+
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	actor_start(&h, 10, -1);
+	actor_do(&h, ACT_LOCK, &rtd_lock, 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&rtd_gate), 0);
+	ck_assert_int_eq(pthread_create(&w, NULL, rt_dropper, NULL), 0);
+	/* Release the gate the moment the dropper is queued on it, so that
+	 * its next wait starts within microseconds of its base's read. */
+	until = mono_ns() + time_bound_ns(5000000000ull);
+	while (!(__atomic_load_n(&rtd_gate.__word, __ATOMIC_ACQUIRE) & 0x80000000u))
+		ck_assert_msg(mono_ns() < until, "the dropper never queued on the gate");
+	ck_assert_int_eq(proxylock_mutex_unlock(&rtd_gate), 0);
+	ck_assert_msg(eventually((v = kview_of(h.tid)).policy != SCHED_OTHER || v.nice < 10, 2000),
+	              "nothing lent to the holder");
+	v = kview_of(h.tid);
+	ck_assert_msg(v.policy == SCHED_OTHER, "lent the RT policy the waiter dropped (%d, prio %d)",
+	              v.policy, v.rt_prio);
+	ck_assert_int_eq(v.nice, 0);
+	actor_do(&h, ACT_UNLOCK, &rtd_lock, 0);
+	ck_assert(kview_equal(&h.after, &h.base));
+	ck_assert_int_eq(pthread_join(w, NULL), 0);
+	actor_quit(&h);
+}
+END_TEST
+
 /* --- chains ---------------------------------------------------------- */
 
 START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
@@ -624,6 +681,7 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, per_lock_attribute_affinity_only_leaves_nice_alone);
 	tcase_add_test(tc, a_nice_boost_the_kernel_refuses_is_skipped_and_counted_not_an_error);
 	tcase_add_test(tc, an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs);
+	tcase_add_test(tc, a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt);
 	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
 	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);

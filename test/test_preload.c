@@ -450,7 +450,8 @@ static pthread_mutex_t sb_lock = PTHREAD_MUTEX_INITIALIZER;
 static int sb_round, sb_gate_held, sb_holding, sb_lender_done, sb_stop;
 
 /* Holds the gate for 200 us each round, so that the holder blocks on it
- * (and, being a waiter, re-reads its base then: a fresh copy). */
+ * (its copy of its base is fresh then: the setters just before it read
+ * it back, so as a waiter it does not re-read it). */
 static void *sb_gatekeeper(void *arg)
 {
 	(void)arg;
@@ -524,7 +525,7 @@ START_TEST(the_base_answered_is_what_the_application_set_never_a_stale_copy)
 		__atomic_store_n(&sb_round, r, __ATOMIC_RELEASE);
 		while (__atomic_load_n(&sb_gate_held, __ATOMIC_ACQUIRE) < r)
 			;
-		pthread_mutex_lock(&sb_gate);  /* waits: the base copy is read now */
+		pthread_mutex_lock(&sb_gate);  /* waits, on the copy just read back */
 		pthread_mutex_unlock(&sb_gate);
 		ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
 		ck_assert_int_eq(setpriority(PRIO_PROCESS, 0, 5), 0);

@@ -64,7 +64,7 @@
 #endif
 
 #ifndef SPIN
-#define SPIN	1		/* CAS retries in the spin phase: one stands for lock_slow's 7 */
+#define SPIN	1		/* CAS retries in the spin phase: one stands for lock_slow's 9 */
 #endif
 
 #if defined(APPLY) && (defined(COND) || defined(BROKEN_TIMEDOUT) || defined(BROKEN_M4))
