@@ -110,14 +110,25 @@
 #include "waitq.h"
 
 /* rdlock_slow's and wrlock_slow's turns before they queue; a reader's
- * spin ends at once on a write-held lock (rdlock_slow). */
+ * spin ends at once on a write-held lock (rdlock_slow), and a writer's
+ * backoff (below) ends after 12 reads of a held word. */
 #define PLK_RW_SPIN 100
-/* A writer's turns while readers hold (any kind: until the writer
- * queues and sets WAITERS, readers keep coming), then it queues: the
- * count seldom reaches 0 while it is watched, and the turns burn CPU the
- * readers need (4 threads on 2 CPUs, 10% writes: 12% of all time was in
- * a writer's spin; docs/design.md). */
+/* A PREFER_WRITER_NONRECURSIVE writer's turns while readers hold, then
+ * it queues (and its PLK_RW_WAITERS holds new readers back): the count
+ * seldom reaches 0 while it is watched, and turns one pause apart burn
+ * CPU the readers need (4 threads on 2 CPUs, 10% writes: 12% of all time
+ * was in a writer's spin; docs/design.md). */
 #define PLK_RW_SPIN_READ_HELD 10
+/* The other kinds' writer backs off instead while the lock is held and
+ * nobody is queued: it reads the word, pausing 1, 2, 4, ...
+ * PLK_RW_WRITER_PAUSE_MAX times between reads (12 reads, 2047 pauses,
+ * about 37 us on this project's x86 VM), then queues.  Its queueing sets
+ * PLK_RW_WAITERS, which sends every reader off the fast path until it is
+ * through, so it costs far more than one sleep; few reads leave the
+ * readers' line alone.  Caps of 64 and 256 measured less; 4096 (150 us
+ * of spinning) more, but a spinner takes its CPU from everything else
+ * (docs/design.md, "The writer's backoff"). */
+#define PLK_RW_WRITER_PAUSE_MAX 1024u
 #define GRANT_BATCH 64
 /* A queued writer's rescan period (rw_park): how long a reader that
  * joined past it may read unnamed, not lent to. */
@@ -869,12 +880,25 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		return EINVAL;
 	if (write_held_by(w, self))
 		return try ? EBUSY : EDEADLK;
+	/* Only reads and a CAS from 0: the model's one CAS stands for the
+	 * whole spin, whatever its length. */
+	bool backoff = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	unsigned int pauses = 1;
+
 	for (int i = 0, read_held = 0; i < PLK_RW_SPIN && !try; i++) {
 		w = plk_rw_word(rw);
 		if (w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self))
 			return 0;
-		if ((w & PLK_RW_WAITERS) ||
-		    (!(w & PLK_RW_WRITER) && w && ++read_held > PLK_RW_SPIN_READ_HELD))
+		if (w & PLK_RW_WAITERS)
+			break;
+		if (backoff && w) {
+			if (pauses > PLK_RW_WRITER_PAUSE_MAX)
+				break;
+			plk_cpu_relax_times(pauses);
+			pauses *= 2;
+			continue;
+		}
+		if (!(w & PLK_RW_WRITER) && w && ++read_held > PLK_RW_SPIN_READ_HELD)
 			break;
 		plk_cpu_relax();
 	}

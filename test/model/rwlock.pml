@@ -748,7 +748,8 @@ inline rdunlock() {
 
 /* --- write lock: wrlock_slow; its deadline may pass (rw_wait) --------- */
 /* One CAS 0 -> WRITER|me stands for the fast path and every spin of
- * wrlock_slow: a failed one changes nothing. */
+ * wrlock_slow (its writer backoff's 12 reads included): a failed one
+ * changes nothing. */
 inline wrlock() {
 	got = 0; woken = 0; rescans = 0;
 	atomic { if :: cnt == 0 && wr == 0 && !wt -> wr = me; got = 1 :: else -> skip fi };
