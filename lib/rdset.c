@@ -132,6 +132,7 @@ struct plk_rdset *plk_rdset_self(void)
 #pragma GCC diagnostic pop
 #endif
 		hwm_raise(i + 1);
+		s->prefetchw = plk_cpu_prefetchw;
 		if (pthread_setspecific(rd_key, s) != 0) {
 			set_release(s);
 			return NULL;

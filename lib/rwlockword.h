@@ -31,7 +31,9 @@
  * of the last read hold of a thread clears the slot first, then CASes
  * the count down with release; with PLK_RW_WAITERS set it clears the
  * slot by exchange and leaves the same way unless a scan named it
- * (PLK_RD_NAMED) or its hold is the last (slow path).  wrlock is one
+ * (PLK_RD_NAMED) or its hold is the last (slow path).  The read paths
+ * load the word and then CAS it, so each first asks for its line
+ * exclusive (plk_prefetch_for_write, cpu.h; a hint, no order).  wrlock is one
  * CAS 0 -> WRITER|TID, unlock one CAS back to 0.  None touches the
  * registry or makes a syscall; a thread's first read lock claims its
  * read set (slow path).
@@ -42,6 +44,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cpu.h"
 #include "lockword.h"
 #include "proxylock.h"
 #include "rdset.h"
@@ -96,8 +99,11 @@ static inline bool plk_rw_flags_valid(const proxylock_rwlock_t *rw)
 /* A new read hold of @rw in slot @i of @s: publish, then count. */
 static inline bool plk_rw_rdlock_fast_new(proxylock_rwlock_t *rw, struct plk_rdset *s)
 {
-	uint32_t w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+	uint32_t w;
 	int i;
+
+	plk_prefetch_for_write(&rw->__word, s->prefetchw);  /* the CAS follows the load: cpu.h */
+	w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
 
 	if ((w & (PLK_RW_WRITER | PLK_RW_WAITERS)) || w == PLK_RW_READERS_MAX ||
 	    (i = plk_rdset_free_slot(s)) < 0)
@@ -140,6 +146,7 @@ static inline __attribute__((always_inline)) bool plk_rw_rdlock_fast(proxylock_r
 	if (__builtin_expect(s->nused == 0, 1) || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
 		return plk_rw_rdlock_fast_new(rw, s);
 	/* Recursive: we are a reader already (named, lent to as one). */
+	plk_prefetch_for_write(&rw->__word, s->prefetchw);
 	w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
 	if ((w & (PLK_RW_WRITER | PLK_RW_WAITERS)) || w == PLK_RW_READERS_MAX ||
 	    s->depth[i] == UINT32_MAX ||
@@ -199,6 +206,7 @@ static inline __attribute__((always_inline)) int plk_rw_rdunlock_fast(proxylock_
 
 	if (__builtin_expect(!s, 0) || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
 		return PLK_RD_SLOW;
+	plk_prefetch_for_write(&rw->__word, s->prefetchw);
 	w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
 	if (s->depth[i] > 1) {
 		do
