@@ -28,14 +28,15 @@
  * pthread_rwlock (through pointers from libc.so.6), proxylock_rwlock
  * with donation off and on, and plain pthread_rwlock calls (the
  * interposer's).  rw-readmostly is their throughput with 1, 2, 4 and 8
- * threads at 0, 1 and 10% writes; inversion-rw is the inversion with a
- * big writer waiting on two small readers.
+ * threads at 0, 1 and 10% writes (rw-verdict: the same cells in rounds,
+ * every round's values to --rounds-out, as verdict); inversion-rw is the
+ * inversion with a big writer waiting on two small readers.
  *
  *   usage: proxybench WORKLOAD [--reps N] [--ms N] [--samples FILE]
  *            [--rounds N] [--rounds-out FILE] [--threads LIST] [--cs LIST]
  *            [--pairs N] [--only NAME]
  *   workloads: uncontended contended handoff inversion donation-cost
- *              rw-readmostly inversion-rw verdict insn
+ *              rw-readmostly inversion-rw verdict rw-verdict insn
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -1007,6 +1008,58 @@ static void bench_rw_readmostly(void)
 	}
 }
 
+/*
+ * rw-verdict: the rw-readmostly cells in rounds, as verdict does for the
+ * mutex grid: rounds outermost, every cell once a round for glibc's
+ * rwlock, proxylock_rwlock and the interposer's, their order rotated each
+ * round; every value to @rounds_path (benchmark,impl,threads,cs_ns,
+ * round,metric,value with benchmark rw-readmostly-wW), from which
+ * report.py pairs each with glibc round by round.
+ */
+static void bench_rw_verdict(void)
+{
+	static const int threads[] = { 1, 2, 4, 8 }, wpcts[] = { 0, 1, 10 };
+	static const int rw[] = { RW_GLIBC, RW_PL, RW_PRELOAD };
+	static double v[3][3][4][MAX_ROUNDS];
+	FILE *f = rounds_path ? fopen(rounds_path, "w") : NULL;
+	char bench[32];
+
+	if (rounds_path && !f) {
+		fprintf(stderr, "proxybench: cannot write %s\n", rounds_path);
+		exit(1);
+	}
+	if (f)
+		fprintf(f, "benchmark,impl,threads,cs_ns,round,metric,value\n");
+	for (int r = 0; r < rounds; r++) {
+		fprintf(stderr, "rw-verdict: round %d/%d\n", r + 1, rounds);
+		for (int wi = 0; wi < 3; wi++)
+			for (int ti = 0; ti < 4; ti++)
+				for (int n = 0; n < 3; n++) {
+					int k = (n + r) % 3;
+					const struct impl *im = &impls[rw[k]];
+
+					if (!im->available)
+						continue;
+					v[k][wi][ti][r] = rw_once(im, threads[ti], wpcts[wi]);
+					if (f)
+						fprintf(f, "rw-readmostly-w%d,%s,%d,0,%d,throughput,%.6g\n",
+						        wpcts[wi], im->name, threads[ti], r, v[k][wi][ti][r]);
+				}
+		if (f)
+			fflush(f);
+	}
+	if (f)
+		fclose(f);
+	for (int wi = 0; wi < 3; wi++) {
+		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", wpcts[wi]);
+		for (int ti = 0; ti < 4; ti++)
+			for (int k = 0; k < 3; k++)
+				if (impls[rw[k]].available)
+					row(bench, impls[rw[k]].name, threads[ti], 0, "throughput",
+					    v[k][wi][ti], rounds, "ops/s");
+	}
+}
+
 /* --- 6. instructions per uncontended pair ---------------------------- */
 
 static const char *only;
@@ -1149,6 +1202,8 @@ int main(int argc, char **argv)
 		bench_inversion_rw();
 	else if (!strcmp(w, "verdict"))
 		bench_verdict();
+	else if (!strcmp(w, "rw-verdict"))
+		bench_rw_verdict();
 	else if (!strcmp(w, "insn"))
 		bench_insn();
 	else
@@ -1156,7 +1211,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost|"
-	                "rw-readmostly|inversion-rw|verdict|insn"
+	                "rw-readmostly|inversion-rw|verdict|rw-verdict|insn"
 	                " [--reps N] [--ms N] [--samples FILE] [--rounds N] [--rounds-out FILE]"
 	                " [--threads LIST] [--cs LIST] [--pairs N] [--only NAME]\n");
 	return 2;

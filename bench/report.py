@@ -3,7 +3,9 @@
 """report.py OUT-DIR - turn proxybench's ranges.csv into results.csv,
 summary.md and the data files plots.gp draws (see bench/run); with
 verdict-rounds.csv (bench/run --verdict), also verdicts.csv: proxylock
-against each peer, cell by cell, from paired per-round ratios."""
+against each peer, cell by cell, from paired per-round ratios; with
+rw-verdict-rounds.csv, rw-verdicts.csv: the rwlock's read-mostly cells
+against glibc's rwlock, the same way."""
 import csv
 import os
 import random
@@ -398,6 +400,7 @@ variants = sorted({r["benchmark"] for r in rows if r["benchmark"].startswith("in
 inversion_table("inversion", variants, IMPLS)
 
 # 4b. reader-writer locks (issue 15)
+rw_rounds_path = os.path.join(out, "rw-verdict-rounds.csv")
 RW_IMPLS = ["glibc", "proxylock-nodonate", "proxylock", "preload"]
 WPCTS = (0, 1, 10)
 if any(r["benchmark"].startswith("rw-readmostly") for r in rows):
@@ -418,7 +421,7 @@ if any(r["benchmark"].startswith("rw-readmostly") for r in rows):
                     cells += 1
                     if r["median"] < b["median"]:
                         missed.append("%d%%/%d: %.2f" % (wp, t, r["median"] / b["median"]))
-        if cells:
+        if cells and not os.path.exists(rw_rounds_path):  # else judged by 4c's intervals
             target(not missed, "rw-readmostly %s >= glibc's rwlock in every cell: %d of %d%s"
                    % (impl, cells - len(missed), cells,
                       " (missed at writes/threads %s)" % ", ".join(missed) if missed else ""))
@@ -435,6 +438,66 @@ if any(r["benchmark"].startswith("rw-readmostly") for r in rows):
                           if r else ["-", "-"])
             md.append("| %d%% | %d | %.3g | %s |" % (wp, t, b["median"], " | ".join(cells)))
     md.append("")
+# 4c. rwlock verdicts (bench/run --verdict): the rw-readmostly cells in
+# rounds (proxybench rw-verdict), proxylock and preload each against
+# glibc's rwlock from paired per-round ratios, judged as the mutex's.
+if os.path.exists(rw_rounds_path):
+    rvals = {}
+    for r in csv.DictReader(open(rw_rounds_path)):
+        rvals[(r["benchmark"], r["impl"], int(r["threads"]), int(r["round"]))] = float(r["value"])
+    rw_cells = sorted({(k[0], k[2]) for k in rvals}, key=lambda c: (int(c[0][15:]), c[1]))
+    rw_nrounds = len({k[3] for k in rvals})
+    rng = random.Random(19)
+    rw_verdicts = []
+    for bench, t in rw_cells:
+        for impl in ("proxylock", "preload"):
+            ratios = [rvals[(bench, impl, t, rd)] / rvals[(bench, "glibc", t, rd)]
+                      for rd in range(rw_nrounds)
+                      if (bench, impl, t, rd) in rvals and rvals.get((bench, "glibc", t, rd))]
+            if not ratios:
+                continue
+            lo, hi = boot_interval(ratios, rng)
+            rw_verdicts.append({"benchmark": bench, "threads": t, "impl": impl, "peer": "glibc",
+                                "ratio_median": median(ratios), "ci_lo": lo, "ci_hi": hi,
+                                "ratio_min": min(ratios), "ratio_max": max(ratios),
+                                "rounds": len(ratios),
+                                "verdict": judge(lo, hi, 1.0, True, len(ratios))})
+    with open(os.path.join(out, "rw-verdicts.csv"), "w", newline="") as f:
+        cols = ["benchmark", "threads", "impl", "peer", "ratio_median", "ci_lo", "ci_hi",
+                "ratio_min", "ratio_max", "rounds", "verdict"]
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for v in rw_verdicts:
+            w.writerow({k: ("%.4g" % v[k] if isinstance(v[k], float) else v[k]) for k in cols})
+    short = {"ahead": "**ahead**", "behind": "**behind**", "tied within noise": "tied",
+             "too few rounds": "(too few rounds)"}
+    md.append("## Read-mostly rwlock verdicts: throughput / glibc's rwlock, %d rounds\n"
+              % rw_nrounds)
+    md.append("The rw-readmostly cells in rounds (`proxybench rw-verdict`), judged as the "
+              "mutex's verdicts: median of the paired per-round ratios, bootstrap 95% "
+              "interval, verdict (also in rw-verdicts.csv).\n")
+    md.append("| writes | threads | proxylock | preload |")
+    md.append("| --- " * 4 + "|")
+    for bench, t in rw_cells:
+        line = []
+        for impl in ("proxylock", "preload"):
+            v = [x for x in rw_verdicts if (x["benchmark"], x["threads"], x["impl"]) ==
+                 (bench, t, impl)]
+            line.append("%.2f [%.2f..%.2f] %s" % (v[0]["ratio_median"], v[0]["ci_lo"],
+                                                 v[0]["ci_hi"], short[v[0]["verdict"]])
+                        if v else "-")
+        md.append("| %s%% | %d | %s |" % (bench[15:], t, " | ".join(line)))
+    md.append("")
+    for impl in ("proxylock", "preload"):
+        vs = [v for v in rw_verdicts if v["impl"] == impl]
+        bad = ["%s%%/%d" % (v["benchmark"][15:], v["threads"]) for v in vs
+               if v["verdict"] not in ("ahead", "tied within noise")]
+        if vs:
+            target(not bad, "rw-readmostly %s >= glibc's rwlock (ahead or tied) in all cells: "
+                   "%d of %d%s" % (impl, len(vs) - len(bad), len(vs),
+                                   " (not at writes/threads %s)" % ", ".join(bad) if bad else ""))
+    md.append("")
+
 if get("inversion-rw", "proxylock", "wait_p99"):
     md.append("## Inversion, rwlock: a big writer waiting on two small readers on a busy CPU (us)\n")
     md.append("Two readers (nice 19, uclamp_max 128, pinned beside a hog) hold for reading "
