@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cpu.c - probe, once at load, what cpu.h's fast-path helpers may use.
+ * cpu.c - probe, on first use, what cpu.h's fast-path helpers may use.
  */
+#include <stdint.h>
+
 #include "cpu.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
-bool plk_cpu_prefetchw;
-
-/* CPUID is not a syscall and takes no lock: safe in any constructor
- * order.  The flag is a plain bool: a fast path that reads it before
- * this runs (another library's constructor) just skips the hint. */
-static __attribute__((constructor)) void cpu_probe(void)
+bool plk_cpu_has_prefetchw(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	unsigned a, b, c, d;
+	/* 0: not probed yet, 1: no, 2: yes.  Relaxed: every prober computes
+	 * and stores the same answer, and nothing else is published with it.
+	 * CPUID is neither a syscall nor a lock (a VM exit under a
+	 * hypervisor: microseconds, once per process). */
+	static uint8_t known;
+	uint8_t k = __atomic_load_n(&known, __ATOMIC_RELAXED);
 
-	if (__get_cpuid(0x80000001u, &a, &b, &c, &d))
-		plk_cpu_prefetchw = (c & bit_PRFCHW) != 0;
+	if (!k) {
+		unsigned a, b, c, d;
+
+		k = __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & bit_PRFCHW) ? 2 : 1;
+		__atomic_store_n(&known, k, __ATOMIC_RELAXED);
+	}
+	return k == 2;
+#else
+	return false;
 #endif
 }

@@ -11,13 +11,13 @@
  * hint: it orders nothing, and each fast path's atomics keep their own
  * orders (docs/design.md, "Memory order on arm64").
  *
- * x86: PREFETCHW (CPUID 0x80000001, ECX bit 8), used only if the CPU
- * says it has it (plk_cpu_prefetchw, probed by a constructor; before it
- * runs, no prefetch).  The caller passes the flag, or a copy of it on a
- * line it reads anyway (a read set's: rdset.h): a separate load of the
- * global measured 0.5-1 ns on an uncontended rdlock+unlock pair of about
- * 16 ns.  arm64 and others: the compiler's prefetch for writing (PRFM
- * PSTL1KEEP on arm64), always present.
+ * x86 only: PREFETCHW (CPUID 0x80000001, ECX bit 8), used only if the
+ * CPU says it has it (plk_cpu_has_prefetchw).  The caller passes the
+ * answer, or a copy of it on a line it reads anyway (a read set's:
+ * rdset.h): a separate load of a global measured 0.5-1 ns on an
+ * uncontended rdlock+unlock pair of about 16 ns.  Elsewhere no hint is
+ * issued: arm64's PRFM PSTL1KEEP is unmeasured, and with far (LSE)
+ * atomics pulling the line near first may cost rather than save.
  */
 #ifndef PLK_CPU_H
 #define PLK_CPU_H
@@ -26,11 +26,15 @@
 
 #include "futex.h"  /* PLK_HIDDEN */
 
-/* x86: the CPU has PREFETCHW.  Written once, by cpu.c's constructor. */
-PLK_HIDDEN extern bool plk_cpu_prefetchw;
+/**
+ * plk_cpu_has_prefetchw - whether x86's PREFETCHW may be issued (false
+ * elsewhere).  CPUID on the first call, then a cached answer; no
+ * syscall, no lock, callable from any thread at any time.
+ */
+PLK_HIDDEN bool plk_cpu_has_prefetchw(void);
 
 /** plk_prefetch_for_write - ask for @p's cache line exclusive (a hint);
- * @have_prefetchw: plk_cpu_prefetchw or a copy of it (x86 only). */
+ * @have_prefetchw: plk_cpu_has_prefetchw()'s answer or a copy of it. */
 static inline __attribute__((always_inline)) void plk_prefetch_for_write(const void *p,
                                                                          bool have_prefetchw)
 {
@@ -38,8 +42,8 @@ static inline __attribute__((always_inline)) void plk_prefetch_for_write(const v
 	if (__builtin_expect(have_prefetchw, 1))
 		__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
 #else
+	(void)p;
 	(void)have_prefetchw;
-	__builtin_prefetch(p, 1, 3);
 #endif
 }
 

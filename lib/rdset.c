@@ -21,6 +21,7 @@
  */
 #include <pthread.h>
 
+#include "cpu.h"
 #include "rdset.h"
 #include "registry.h"
 #include "tsan.h"
@@ -132,7 +133,7 @@ struct plk_rdset *plk_rdset_self(void)
 #pragma GCC diagnostic pop
 #endif
 		hwm_raise(i + 1);
-		s->prefetchw = plk_cpu_prefetchw;
+		s->prefetchw = plk_cpu_has_prefetchw();
 		if (pthread_setspecific(rd_key, s) != 0) {
 			set_release(s);
 			return NULL;

@@ -34,7 +34,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cpu.h"
 #include "futex.h"
 
 #define PLK_RD_SLOTS 8       /* rwlocks one thread can hold for reading, tracked */
@@ -56,8 +55,8 @@ struct plk_rdset {
 	 * path refuses while it is set (rwlockword.h). */
 	uint8_t retracted;
 	uint8_t withdraw[PLK_RD_SLOTS];  /* owner's: the last unlock must withdraw */
-	/* plk_cpu_prefetchw (cpu.h), copied at the claim onto a line the
-	 * fast paths read anyway. */
+	/* plk_cpu_has_prefetchw() (cpu.h), copied at the claim onto a line
+	 * the fast paths read anyway; the owner's. */
 	bool prefetchw;
 } __attribute__((aligned(64)));
 
