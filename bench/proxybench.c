@@ -907,13 +907,16 @@ static void bench_donation_cost(void)
 #define RW_WORDS 64
 static volatile uint64_t rw_table[RW_WORDS] __attribute__((aligned(64)));
 
+/* One cache line each: a thread's rng and count change every operation,
+ * and two threads' on one line would add a miss to every operation of
+ * every contender. */
 struct rw_thread {
 	const struct impl *im;
 	union lock_storage *lock;
 	int wpct;
 	int *stop;
 	uint64_t rng, count, torn;
-};
+} __attribute__((aligned(64)));
 
 /*
  * Each operation is, with probability wpct %, a write (wrlock, store one
