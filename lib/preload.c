@@ -812,6 +812,20 @@ static bool rwlock_is_glibc(const pthread_rwlock_t *prw)
 #define RW_CAREFUL(prw, ra) \
 	__builtin_expect(plk_careful(ra) || rwlock_is_glibc(prw), 0)
 
+/*
+ * Ask for @prw's line exclusive before rwlock_is_glibc() reads it: that
+ * read fetches the line shared, and the fast path's CAS on the word
+ * beside it would then take a second trip (cpu.h).  Only once the
+ * thread has a read set, which carries the CPU's answer.
+ */
+static inline __attribute__((always_inline)) void rw_line_prefetch(const pthread_rwlock_t *prw)
+{
+	const struct plk_rdset *s = plk_tls_rdset;
+
+	if (s)
+		plk_prefetch_for_write(prw, s->prefetchw);
+}
+
 /* glibc's clocked rwlock call, or before 2.30 its timed one on the
  * CLOCK_REALTIME equivalent; EINVAL for other clocks, as glibc says. */
 static int real_rw_clocklock(pthread_rwlock_t *prw, bool write, clockid_t clock,
@@ -1006,6 +1020,7 @@ PLK_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
 	uintptr_t ra = RETURN_ADDRESS();
 
+	rw_line_prefetch(prw);
 	if (RW_CAREFUL(prw, ra))
 		return rw_lock_careful(prw, ra, false, OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_rw_rdlock_fast(rw))
@@ -1046,6 +1061,7 @@ PLK_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
 	uintptr_t ra = RETURN_ADDRESS();
 
+	rw_line_prefetch(prw);
 	if (RW_CAREFUL(prw, ra))
 		return rw_lock_careful(prw, ra, true, OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_rw_wrlock_fast(rw))
@@ -1085,6 +1101,7 @@ PLK_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *prw)
 {
 	uintptr_t ra = RETURN_ADDRESS();
 
+	rw_line_prefetch(prw);
 	if (__builtin_expect(plk_careful(ra) && plk_preload_from_urcu(ra), 0) || rwlock_is_glibc(prw))
 		return plk_real()->rwlock_unlock(prw);
 	return rw_unlock((proxylock_rwlock_t *)prw);
