@@ -618,6 +618,21 @@ static int v_threads[8] = { 2, 4, 8, 16 }, v_nthreads = 4;
 static long v_cs[8] = { 0, 100, 1000, 10000 };
 static int v_ncs = 4;
 
+/* @rounds_path opened, its header written (NULL without --rounds-out);
+ * exits if it cannot be written. */
+static FILE *rounds_open(void)
+{
+	FILE *f = rounds_path ? fopen(rounds_path, "w") : NULL;
+
+	if (rounds_path && !f) {
+		fprintf(stderr, "proxybench: cannot write %s\n", rounds_path);
+		exit(1);
+	}
+	if (f)
+		fprintf(f, "benchmark,impl,threads,cs_ns,round,metric,value\n");
+	return f;
+}
+
 /*
  * Each round runs every cell of the grid once for every contender, the
  * contenders' order rotated by one each round; every cell's value of
@@ -630,16 +645,10 @@ static int v_ncs = 4;
 static void bench_verdict(void)
 {
 	static double v[NIMPL][8][8][NC][MAX_ROUNDS];
-	FILE *f = rounds_path ? fopen(rounds_path, "w") : NULL;
+	FILE *f = rounds_open();
 
-	if (rounds_path && !f) {
-		fprintf(stderr, "proxybench: cannot write %s\n", rounds_path);
-		exit(1);
-	}
 	calibrate();
 	wait_sampling_note(v_cs, (size_t)v_ncs);
-	if (f)
-		fprintf(f, "benchmark,impl,threads,cs_ns,round,metric,value\n");
 	for (int r = 0; r < rounds; r++) {
 		fprintf(stderr, "verdict: round %d/%d\n", r + 1, rounds);
 		for (int ci = 0; ci < v_ncs; ci++)
@@ -907,6 +916,14 @@ static void bench_donation_cost(void)
 #define RW_WORDS 64
 static volatile uint64_t rw_table[RW_WORDS] __attribute__((aligned(64)));
 
+/* The read-mostly cells (threads, write percentages) and their
+ * contenders, for rw-readmostly and rw-verdict alike. */
+#define RW_NTHREADS 4
+#define RW_NWPCTS 3
+#define RW_NIMPLS 3
+static const int rw_threads[RW_NTHREADS] = { 1, 2, 4, 8 }, rw_wpcts[RW_NWPCTS] = { 0, 1, 10 };
+static const int rw_impls[RW_NIMPLS] = { RW_GLIBC, RW_PL, RW_PRELOAD };
+
 /* One cache line each: a thread's rng and count change every operation,
  * and two threads' on one line would add a miss to every operation of
  * every contender. */
@@ -991,21 +1008,19 @@ static double rw_once(const struct impl *im, int nthreads, int wpct)
  */
 static void bench_rw_readmostly(void)
 {
-	static const int threads[] = { 1, 2, 4, 8 }, wpcts[] = { 0, 1, 10 };
-	static const int rw[] = { RW_GLIBC, RW_PL, RW_PRELOAD };
-	double v[3][MAX_REPS];
+	double v[RW_NIMPLS][MAX_REPS];
 	char bench[32];
 
-	for (size_t wi = 0; wi < sizeof(wpcts) / sizeof(wpcts[0]); wi++) {
-		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", wpcts[wi]);
-		for (size_t ti = 0; ti < sizeof(threads) / sizeof(threads[0]); ti++) {
+	for (int wi = 0; wi < RW_NWPCTS; wi++) {
+		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", rw_wpcts[wi]);
+		for (int ti = 0; ti < RW_NTHREADS; ti++) {
 			for (int r = 0; r < reps; r++)
-				for (int i = 0; i < 3; i++)
-					if (impls[rw[i]].available)
-						v[i][r] = rw_once(&impls[rw[i]], threads[ti], wpcts[wi]);
-			for (int i = 0; i < 3; i++)
-				if (impls[rw[i]].available)
-					row(bench, impls[rw[i]].name, threads[ti], 0, "throughput", v[i], reps,
+				for (int i = 0; i < RW_NIMPLS; i++)
+					if (impls[rw_impls[i]].available)
+						v[i][r] = rw_once(&impls[rw_impls[i]], rw_threads[ti], rw_wpcts[wi]);
+			for (int i = 0; i < RW_NIMPLS; i++)
+				if (impls[rw_impls[i]].available)
+					row(bench, impls[rw_impls[i]].name, rw_threads[ti], 0, "throughput", v[i], reps,
 					    "ops/s");
 		}
 	}
@@ -1021,44 +1036,36 @@ static void bench_rw_readmostly(void)
  */
 static void bench_rw_verdict(void)
 {
-	static const int threads[] = { 1, 2, 4, 8 }, wpcts[] = { 0, 1, 10 };
-	static const int rw[] = { RW_GLIBC, RW_PL, RW_PRELOAD };
-	static double v[3][3][4][MAX_ROUNDS];
-	FILE *f = rounds_path ? fopen(rounds_path, "w") : NULL;
+	static double v[RW_NIMPLS][RW_NWPCTS][RW_NTHREADS][MAX_ROUNDS];
+	FILE *f = rounds_open();
 	char bench[32];
 
-	if (rounds_path && !f) {
-		fprintf(stderr, "proxybench: cannot write %s\n", rounds_path);
-		exit(1);
-	}
-	if (f)
-		fprintf(f, "benchmark,impl,threads,cs_ns,round,metric,value\n");
 	for (int r = 0; r < rounds; r++) {
 		fprintf(stderr, "rw-verdict: round %d/%d\n", r + 1, rounds);
-		for (int wi = 0; wi < 3; wi++)
-			for (int ti = 0; ti < 4; ti++)
-				for (int n = 0; n < 3; n++) {
-					int k = (n + r) % 3;
-					const struct impl *im = &impls[rw[k]];
+		for (int wi = 0; wi < RW_NWPCTS; wi++)
+			for (int ti = 0; ti < RW_NTHREADS; ti++)
+				for (int n = 0; n < RW_NIMPLS; n++) {
+					int k = (n + r) % RW_NIMPLS;
+					const struct impl *im = &impls[rw_impls[k]];
 
 					if (!im->available)
 						continue;
-					v[k][wi][ti][r] = rw_once(im, threads[ti], wpcts[wi]);
+					v[k][wi][ti][r] = rw_once(im, rw_threads[ti], rw_wpcts[wi]);
 					if (f)
 						fprintf(f, "rw-readmostly-w%d,%s,%d,0,%d,throughput,%.6g\n",
-						        wpcts[wi], im->name, threads[ti], r, v[k][wi][ti][r]);
+						        rw_wpcts[wi], im->name, rw_threads[ti], r, v[k][wi][ti][r]);
 				}
 		if (f)
 			fflush(f);
 	}
 	if (f)
 		fclose(f);
-	for (int wi = 0; wi < 3; wi++) {
-		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", wpcts[wi]);
-		for (int ti = 0; ti < 4; ti++)
-			for (int k = 0; k < 3; k++)
-				if (impls[rw[k]].available)
-					row(bench, impls[rw[k]].name, threads[ti], 0, "throughput",
+	for (int wi = 0; wi < RW_NWPCTS; wi++) {
+		snprintf(bench, sizeof(bench), "rw-readmostly-w%d", rw_wpcts[wi]);
+		for (int ti = 0; ti < RW_NTHREADS; ti++)
+			for (int k = 0; k < RW_NIMPLS; k++)
+				if (impls[rw_impls[k]].available)
+					row(bench, impls[rw_impls[k]].name, rw_threads[ti], 0, "throughput",
 					    v[k][wi][ti], rounds, "ops/s");
 	}
 }

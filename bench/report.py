@@ -252,6 +252,13 @@ def judge(lo, hi, bar, higher_better, n):
     return "tied within noise"
 
 
+# A verdict as summary.md's tables print it, and the verdicts a target
+# counts as met (ahead, or tied within noise).
+VERDICT_SHORT = {"ahead": "**ahead**", "behind": "**behind**", "tied within noise": "tied",
+                 "too few rounds": "(too few rounds)"}
+VERDICT_GOOD = ("ahead", "tied within noise")
+
+
 # metric -> is a higher proxylock/peer ratio better?
 VERDICT_METRICS = (("throughput", True), ("wait_p99", False), ("jain", True))
 verdicts = []
@@ -306,8 +313,6 @@ if os.path.exists(rounds_path):
               "(entirely on the other), or tied within noise.  Min..max of the ratios and the "
               "Jain's-index verdicts are in verdicts.csv.  With fewer than %d rounds there is "
               "no verdict; with fewer than 20 the intervals are coarse.\n" % MIN_ROUNDS)
-    short = {"ahead": "**ahead**", "behind": "**behind**", "tied within noise": "tied",
-             "too few rounds": "(too few rounds)"}
     for metric, title in (("throughput", "Throughput (higher ratio is better)"),
                           ("wait_p99", "p99 wait per acquisition (lower ratio is better)")):
         md.append("%s:\n" % title)
@@ -318,7 +323,7 @@ if os.path.exists(rounds_path):
             for p in peers:
                 v = vget(t, cs, metric, p)
                 line.append("%.2f [%.2f..%.2f] %s" % (v["ratio_median"], v["ci_lo"], v["ci_hi"],
-                                                     short[v["verdict"]]) if v else "-")
+                                                     VERDICT_SHORT[v["verdict"]]) if v else "-")
             md.append("| %d | %d | %s |" % (t, cs, " | ".join(line)))
         md.append("")
     wait_tables("verdict")
@@ -332,7 +337,6 @@ if os.path.exists(rounds_path):
     md.append("")
     # The targets, judged by the interval rule: a cell counts when
     # its interval against the bar says ahead or tied.
-    good_v = ("ahead", "tied within noise")
 
     def cell_target(peer, metric, bar, what, most=False):
         vs = [vget(t, cs, metric, peer) for t, cs in cells if vget(t, cs, metric, peer)]
@@ -340,7 +344,7 @@ if os.path.exists(rounds_path):
             return
         bad = ["%d/%d" % (v["threads"], v["cs_ns"]) for v in vs
                if judge(v["ci_lo"], v["ci_hi"], bar, v["better"] == "higher", v["rounds"])
-               not in good_v]
+               not in VERDICT_GOOD]
         good = len(vs) - len(bad)
         target(2 * good > len(vs) if most else not bad,
                "%s (ahead or tied) in %s cells: %d of %d%s"
@@ -469,8 +473,6 @@ if os.path.exists(rw_rounds_path):
         w.writeheader()
         for v in rw_verdicts:
             w.writerow({k: ("%.4g" % v[k] if isinstance(v[k], float) else v[k]) for k in cols})
-    short = {"ahead": "**ahead**", "behind": "**behind**", "tied within noise": "tied",
-             "too few rounds": "(too few rounds)"}
     md.append("## Read-mostly rwlock verdicts: throughput / glibc's rwlock, %d rounds\n"
               % rw_nrounds)
     md.append("The rw-readmostly cells in rounds (`proxybench rw-verdict`), judged as the "
@@ -484,14 +486,14 @@ if os.path.exists(rw_rounds_path):
             v = [x for x in rw_verdicts if (x["benchmark"], x["threads"], x["impl"]) ==
                  (bench, t, impl)]
             line.append("%.2f [%.2f..%.2f] %s" % (v[0]["ratio_median"], v[0]["ci_lo"],
-                                                 v[0]["ci_hi"], short[v[0]["verdict"]])
+                                                 v[0]["ci_hi"], VERDICT_SHORT[v[0]["verdict"]])
                         if v else "-")
         md.append("| %s%% | %d | %s |" % (bench[15:], t, " | ".join(line)))
     md.append("")
     for impl in ("proxylock", "preload"):
         vs = [v for v in rw_verdicts if v["impl"] == impl]
         bad = ["%s%%/%d" % (v["benchmark"][15:], v["threads"]) for v in vs
-               if v["verdict"] not in ("ahead", "tied within noise")]
+               if v["verdict"] not in VERDICT_GOOD]
         if vs:
             target(not bad, "rw-readmostly %s >= glibc's rwlock (ahead or tied) in all cells: "
                    "%d of %d%s" % (impl, len(vs) - len(bad), len(vs),
