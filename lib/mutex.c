@@ -34,8 +34,13 @@
  *      bucket: a waiter leaving an empty queue leaves it set, so that the
  *      owner's unlock takes the slow path and waits for the apply of its
  *      withdrawal (donate.c, I1).
- *  M3  A woken waiter re-queues at the head, keeping its first enqueue
- *      time, so the handoff bound counts from when it first waited.
+ *  M3  A woken waiter that finds L held re-queues at the tail of its
+ *      rank, keeping its first enqueue time, so the handoff bound counts
+ *      from when it first waited.  Wakes rotate through the waiters as
+ *      glibc's futex queue does; an older waiter behind a younger head
+ *      reaches the head within (waiters - 1) slow unlocks, each of which
+ *      takes the head off the queue (docs/design.md, "The 4-thread 10 us
+ *      cell").
  *  M4  A handoff stores the waiter's TID in the word before its park
  *      word says HANDED (it may return and unlock at once).
  *  M5  A waiter leaving without the lock (deadline, cancelled condvar
@@ -264,7 +269,7 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 
 /*
  * Queue and sleep until @m is ours.  @woken: we were queued on @m before
- * and have been woken (M3: re-queue at the head, keep enq_ns).  @retake:
+ * and have been woken (M3: re-queue at the tail, keep enq_ns).  @retake:
  * a condvar wait retaking its mutex, which may not fail, so no cycle
  * check (it waits, as glibc's would).  Returns 0, ETIMEDOUT or EDEADLK.
  */
@@ -319,7 +324,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		}
 		if (!woken)
 			me->enq_ns = now_ns;
-		plk_waitq_enqueue(b, me, m, woken);
+		plk_waitq_enqueue(b, me, m, false);  /* M3: at the tail, woken or not */
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */

@@ -38,8 +38,8 @@ PLK_HIDDEN int plk_mutex_lock_retake(proxylock_mutex_t *m);
 
 /**
  * plk_mutex_lock_requeued - take @m after being woken (PLK_PARK_WOKEN)
- * off @m's queue onto which a condvar moved us: as a woken waiter, at
- * the head (M3), and never EDEADLK (as plk_mutex_lock_retake).  @me is
+ * off @m's queue onto which a condvar moved us: as a woken waiter (M3:
+ * enq_ns kept), and never EDEADLK (as plk_mutex_lock_retake).  @me is
  * the caller's record.
  */
 PLK_HIDDEN int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me);

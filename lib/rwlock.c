@@ -969,7 +969,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 
 		if (err != RW_RETRY)
 			return err;
-		woken = true;  /* M3's rule: back at the head, enq_ns kept */
+		woken = true;  /* RW8: back at the head, enq_ns kept */
 	}
 }
 

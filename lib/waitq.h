@@ -43,7 +43,7 @@ PLK_HIDDEN void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket 
 /**
  * plk_waitq_enqueue - queue @t on @lock in @b.  Order: RT waiters by
  * priority first, then everyone else, each rank FIFO; @at_head puts @t
- * first within its rank (a woken waiter going back, M3).  Takes each
+ * first within its rank (a woken writer going back, RW8).  Takes each
  * waiter's record lock briefly (bucket, then record: I5).
  */
 PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,

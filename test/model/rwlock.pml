@@ -271,7 +271,7 @@ inline enq(t) {
 	q[ql] = t; ql++; park[t] = WAITING;
 	if :: ISW(t) -> nqw++ :: else -> nqr++ fi
 }
-/* A woken writer queues again at the head (M3's rule, RW8). */
+/* A woken writer queues again at the head (RW8). */
 inline enq_head(t) {
 	sc = ql;
 	do :: sc > 0 -> q[sc] = q[sc - 1]; sc-- :: else -> break od;
