@@ -4,7 +4,8 @@
  *   PROXYLOCK_DONATE      uclamp,affinity,nice,rt | all | none (default all)
  *   PROXYLOCK_AFFINITY    waiters | union | node (default waiters)
  *   PROXYLOCK_HANDOFF_US  a waiter queued this long gets the lock handed
- *                         to it directly at the next unlock (default 500)
+ *                         to it directly, at the next unlock that finds
+ *                         it first in line (default 500)
  *   PROXYLOCK_STATS       non-empty and not "0": the interposer's exit
  *                         report, and a line on stderr for each lock
  *                         found held by an exited thread

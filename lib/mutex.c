@@ -14,11 +14,11 @@
  * context to the owner (donate.c) and sleep on our own park word.
  *
  * Slow unlock: take the bucket, then either
- *   - hand off: the oldest waiter has been queued for PROXYLOCK_HANDOFF_US
- *     (default 500 us) or more: the word gets its TID directly and the
- *     remaining waiters' donation moves to it; or
- *   - release and wake: the word becomes 0 and the oldest waiter is taken
- *     off the queue and woken to compete (barging keeps throughput up;
+ *   - hand off: the first waiter (the queue's head, M3) has waited
+ *     PROXYLOCK_HANDOFF_US (default 500 us) or more: the word gets its
+ *     TID directly and the remaining waiters' donation moves to it; or
+ *   - release and wake: the word becomes 0 and the head is taken off
+ *     the queue and woken to compete (barging keeps throughput up;
  *     the handoff bounds how long anyone waits behind bargers).
  * Exactly one waiter is woken per unlock.  Only then do we withdraw what
  * we were lent: restoring first would send a boosted holder back to its
@@ -34,13 +34,14 @@
  *      bucket: a waiter leaving an empty queue leaves it set, so that the
  *      owner's unlock takes the slow path and waits for the apply of its
  *      withdrawal (donate.c, I1).
- *  M3  A woken waiter that finds L held re-queues at the tail of its
- *      rank, keeping its first enqueue time, so the handoff bound counts
- *      from when it first waited.  Wakes rotate through the waiters as
- *      glibc's futex queue does; an older waiter behind a younger head
- *      reaches the head within (waiters - 1) slow unlocks, each of which
- *      takes the head off the queue (docs/design.md, "The 4-thread 10 us
- *      cell").
+ *  M3  A woken waiter that finds L held re-queues keeping its first
+ *      enqueue time: at the tail of its rank while it has waited less
+ *      than PROXYLOCK_HANDOFF_US (wakes rotate through the waiters, as
+ *      glibc's futex queue does), else first in its rank, to be handed L
+ *      at the next slow unlock.  One that passes the bound while queued
+ *      behind others of its rank is handed L within as many slow unlocks
+ *      as are ahead of it, each of which takes the head off the queue
+ *      (docs/design.md, M3 and "The 4-thread 10 µs cell").
  *  M4  A handoff stores the waiter's TID in the word before its park
  *      word says HANDED (it may return and unlock at once).
  *  M5  A waiter leaving without the lock (deadline, cancelled condvar
@@ -268,8 +269,8 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 }
 
 /*
- * Queue and sleep until @m is ours.  @woken: we were queued on @m before
- * and have been woken (M3: re-queue at the tail, keep enq_ns).  @retake:
+ * Queue and sleep until @m is ours.  @woken: we were woken off @m's
+ * queue, or a condvar moved us to it and woke us (M3: keep enq_ns).  @retake:
  * a condvar wait retaking its mutex, which may not fail, so no cycle
  * check (it waits, as glibc's would).  Returns 0, ETIMEDOUT or EDEADLK.
  */
@@ -324,7 +325,8 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		}
 		if (!woken)
 			me->enq_ns = now_ns;
-		plk_waitq_enqueue(b, me, m, false);  /* M3: at the tail, woken or not */
+		/* M3: at the tail, or at the head once past the handoff bound */
+		plk_waitq_enqueue(b, me, m, woken && now_ns - me->enq_ns >= plk_config()->handoff_ns);
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */

@@ -43,7 +43,8 @@ PLK_HIDDEN void plk_waitq_lock2(const void *a, const void *b, struct plk_bucket 
 /**
  * plk_waitq_enqueue - queue @t on @lock in @b.  Order: RT waiters by
  * priority first, then everyone else, each rank FIFO; @at_head puts @t
- * first within its rank (a woken writer going back, RW8).  Takes each
+ * first within its rank (a woken waiter past the handoff bound, M3, or
+ * a woken writer, RW8).  Takes each
  * waiter's record lock briefly (bucket, then record: I5).
  */
 PLK_HIDDEN void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t,
@@ -60,7 +61,8 @@ PLK_HIDDEN void plk_waitq_dequeue(struct plk_thread *t);
  */
 PLK_HIDDEN void *plk_waitq_snapshot(struct plk_thread *t, uint32_t *seq);
 
-/** plk_waitq_first - oldest waiter on @lock in @b, or NULL. */
+/** plk_waitq_first - the first waiter on @lock in @b (the head: the
+ * enqueue order, M3), or NULL. */
 PLK_HIDDEN struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock);
 
 /** plk_waitq_for_each - iterate @t over @lock's waiters in locked @b. */

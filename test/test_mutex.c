@@ -409,6 +409,66 @@ START_TEST(a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound)
 }
 END_TEST
 
+#define FAIR_WAITERS 3
+
+static uint64_t fair_worst[FAIR_WAITERS];
+
+/* One of several waiters: 100 rounds of lock, unlock, sleep 1 ms, on
+ * CPU 1 while the barger holds CPU 0; records its worst wait. */
+static void *fair_waiter(void *arg)
+{
+	long id = (long)arg;
+
+	pin_self(1);
+	for (int i = 0; i < 100; i++) {
+		uint64_t t0 = mono_ns(), dt;
+
+		ck_assert_int_eq(proxylock_mutex_lock(&fair_lock), 0);
+		dt = mono_ns() - t0;
+		ck_assert_int_eq(proxylock_mutex_unlock(&fair_lock), 0);
+		fair_worst[id] = dt > fair_worst[id] ? dt : fair_worst[id];
+		usleep(1000);
+	}
+	return NULL;
+}
+
+/*
+ * With several waiters a woken waiter that loses goes back to the
+ * queue's tail while it is inside the bound, and first once past it
+ * (M3): every one of them still gets the lock within the bound.
+ */
+START_TEST(each_of_three_waiters_behind_a_barger_gets_the_lock_within_the_handoff_bound)
+{
+	uint64_t handoffs0;
+	struct proxylock_stats st;
+	proxylock_mutexattr_t attr;
+	pthread_t barger, th[FAIR_WAITERS];
+
+	proxylock_mutexattr_init(&attr);
+	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
+	proxylock_mutex_init(&fair_lock, &attr);
+	__atomic_store_n(&fair_stop, 0, __ATOMIC_RELAXED);
+	pthread_create(&barger, NULL, fair_barger, NULL);
+	usleep(10000);
+	proxylock_stats_get(&st);
+	handoffs0 = st.handoffs;
+	for (long i = 0; i < FAIR_WAITERS; i++)
+		pthread_create(&th[i], NULL, fair_waiter, (void *)i);
+	for (int i = 0; i < FAIR_WAITERS; i++)
+		pthread_join(th[i], NULL);
+	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(barger, NULL);
+	proxylock_stats_get(&st);
+	/* The bound as above, plus a slow unlock (one 200 us critical
+	 * section) for each waiter that may be ahead in the queue. */
+	for (int i = 0; i < FAIR_WAITERS; i++)
+		ck_assert_msg(fair_worst[i] < time_bound_ns(30 * 1000000ull),
+		              "waiter %d: worst wait %llu us", i,
+		              (unsigned long long)fair_worst[i] / 1000);
+	ck_assert_msg(st.handoffs > handoffs0, "the bound was never used: nothing was tested");
+}
+END_TEST
+
 /* --- queue order ----------------------------------------------------- */
 
 static proxylock_mutex_t order_lock;
@@ -852,6 +912,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, normal_relock_deadlocks_as_posix_says_until_the_deadline);
 	tcase_add_test(tc, no_lost_wakeup_in_a_wake_wait_storm_with_timeouts);
 	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
+	tcase_add_test(tc, each_of_three_waiters_behind_a_barger_gets_the_lock_within_the_handoff_bound);
 	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
 	tcase_add_test(tc, a_lent_to_thread_that_forks_leaves_its_child_at_its_base);

@@ -129,14 +129,21 @@ inline setword(v) {
 	word = v
 }
 
-/* plk_waitq_enqueue on L: at the tail, woken before or not (M3), park
- * WAITING.  (Only the handoff bound reads the order, and the model's
- * handoff is a free choice, so the order carries no safety property.) */
-inline enq(t) {
+/* plk_waitq_enqueue on L: at the head (athead) or the tail, park WAITING. */
+inline enq(t, athead) {
 	d_step {
 		assert(bl == me && !onq[t] && ql < N);
-		q[ql] = t;
-		ql++; onq[t] = 1; park[t] = WAITING; coming[t] = 0
+		if
+		:: athead ->
+			i = ql;
+			do
+			:: i > 0 -> q[i] = q[i - 1]; i--
+			:: else -> break
+			od;
+			q[0] = t
+		:: else -> q[ql] = t
+		fi;
+		ql++; onq[t] = 1; park[t] = WAITING; coming[t] = 0; i = 0
 	}
 }
 
@@ -357,7 +364,8 @@ inline lock_timedout() {
 }
 
 /* lock_block: queue and sleep until L is ours (got = 1) or the deadline
- * passes (timed; got = 0).  A woken waiter re-queues at the tail (M3). */
+ * passes (timed; got = 0).  woken: re-queue at the tail, or at the head
+ * once past the handoff bound (M3: a free choice here, as the handoff). */
 inline lock_block(timed) {
 	do
 	:: bucket_lock(bl);
@@ -396,7 +404,10 @@ inline lock_block(timed) {
 			if
 			:: !ok -> unlock_l()
 			:: ok ->
-				enq(me);
+				if
+				:: enq(me, 0)
+				:: woken -> enq(me, 1)
+				fi;
 #ifdef APPLY
 				/* plk_lend_update: we lend to the owner */
 				d_step { tg = OWNER(w); bump(1) };
@@ -411,14 +422,15 @@ inline lock_block(timed) {
 					CHECK(OWNER(word) == me, "violated: M4\n");
 					got = 1;
 					break
-				:: park[me] == WOKEN -> skip
+				:: park[me] == WOKEN -> woken = 1
 				:: timed && park[me] == WAITING ->
 					lock_timedout();
 					break
 				fi
 			fi
 		fi
-	od
+	od;
+	woken = 0
 }
 
 /* proxylock_mutex_lock / timedlock: fast CAS, spin phase, lock_block. */
@@ -559,7 +571,7 @@ inline cond_wake(all) {
 #endif
 			if
 			:: w == 0 && n == 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }; n = 1
-			:: else -> enq(t)
+			:: else -> enq(t, 0)
 			fi;
 			if
 			:: !all -> break
@@ -577,7 +589,7 @@ inline cond_wake(all) {
 inline mutex_take() {
 	if
 	:: st == HANDED -> CHECK(OWNER(word) == me, "violated: M4\n")
-	:: st == WOKEN && requeued[me] -> lock_block(0)	/* plk_mutex_lock_requeued */
+	:: st == WOKEN && requeued[me] -> woken = 1; lock_block(0)	/* plk_mutex_lock_requeued */
 	:: else -> mutex_lock(0)
 	fi
 }
@@ -637,7 +649,7 @@ inline cond_wait(timed, cancellable) {
 proctype thread(byte me; byte role; byte rounds)
 {
 	byte w, t, n, st, i, r;
-	bit got, ok, sig;
+	bit got, ok, woken, sig;
 #ifdef APPLY
 	byte tg, g;		/* the target of an apply; its snapshot's gen */
 	bit bumped, want, ag;	/* ag: we hold tg's token (BROKEN: we apply) */
