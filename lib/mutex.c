@@ -37,11 +37,12 @@
  *  M3  A woken waiter that finds L held re-queues keeping its first
  *      enqueue time: at the tail of its rank while it has waited less
  *      than PROXYLOCK_HANDOFF_US (wakes rotate through the waiters, as
- *      glibc's futex queue does), else first in its rank, to be handed L
- *      at the next slow unlock.  One that passes the bound while queued
- *      behind others of its rank is handed L within as many slow unlocks
- *      as are ahead of it, each of which takes the head off the queue
- *      (docs/design.md, M3 and "The 4-thread 10 µs cell").
+ *      glibc's futex queue does), else first in its rank.  Only the head
+ *      is handed L.  A waiter past the bound is handed L within two slow
+ *      unlocks per other waiter of its rank (one may wake it, one hand
+ *      off to it once it comes back past the bound, ahead of us), plus
+ *      the returns of woken waiters (docs/design.md, M3 and "The
+ *      4-thread 10 µs cell").
  *  M4  A handoff stores the waiter's TID in the word before its park
  *      word says HANDED (it may return and unlock at once).
  *  M5  A waiter leaving without the lock (deadline, cancelled condvar
@@ -193,6 +194,16 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
 }
 
 /*
+ * Whether @t, queued on a mutex, has waited PROXYLOCK_HANDOFF_US by
+ * @now_ns (M3).  Signed: @now_ns may be read, before the bucket, earlier
+ * than @t's own enqueue read; that is "not yet", not a wrapped "long ago".
+ */
+static bool waited_bound(const struct plk_thread *t, uint64_t now_ns)
+{
+	return (int64_t)(now_ns - t->enq_ns) >= (int64_t)plk_config()->handoff_ns;
+}
+
+/*
  * Take @m, free in the locked bucket @b, as @self.  If others are queued,
  * set PLK_WAITERS and receive their donation (M1).
  */
@@ -325,8 +336,8 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		}
 		if (!woken)
 			me->enq_ns = now_ns;
-		/* M3: at the tail, or at the head once past the handoff bound */
-		plk_waitq_enqueue(b, me, m, woken && now_ns - me->enq_ns >= plk_config()->handoff_ns);
+		/* M3: at the tail, or first in our rank once past the bound */
+		plk_waitq_enqueue(b, me, m, woken && waited_bound(me, now_ns));
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */
@@ -552,7 +563,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 
 	if (head)
 		plk_waitq_dequeue(head);
-	if (head && now_ns - head->enq_ns >= plk_config()->handoff_ns) {
+	if (head && waited_bound(head, now_ns)) {
 		handed = 1;
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */

@@ -123,8 +123,9 @@ void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
 
 	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
 	/* In front of the first waiter of the same lock that ranks below us
-	 * (at_head: that ranks no higher, so a woken waiter goes back to the
-	 * front of its rank), else at the tail: at once if nobody can rank
+	 * (at_head: that ranks no higher, so a woken mutex waiter past the
+	 * handoff bound or a woken rwlock writer goes back to the front of
+	 * its rank: M3, RW8), else at the tail: at once if nobody can rank
 	 * below us, the common case. */
 	plk_waitq_for_each(b, lock, w) {
 		if (rank == 0 && !at_head)

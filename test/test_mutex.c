@@ -3,6 +3,7 @@
  * test_mutex.c - the mutex's semantics: exclusion, types, error codes,
  * timeouts, wake-ups, fairness bound, fork.
  */
+#include <semaphore.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -459,13 +460,103 @@ START_TEST(each_of_three_waiters_behind_a_barger_gets_the_lock_within_the_handof
 	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
 	pthread_join(barger, NULL);
 	proxylock_stats_get(&st);
-	/* The bound as above, plus a slow unlock (one 200 us critical
-	 * section) for each waiter that may be ahead in the queue. */
+	/* The bound as above: 30 ms is still far above 500 us plus two
+	 * slow unlocks (200 us critical sections) per other waiter (M3). */
 	for (int i = 0; i < FAIR_WAITERS; i++)
 		ck_assert_msg(fair_worst[i] < time_bound_ns(30 * 1000000ull),
 		              "waiter %d: worst wait %llu us", i,
 		              (unsigned long long)fair_worst[i] / 1000);
 	ck_assert_msg(st.handoffs > handoffs0, "the bound was never used: nothing was tested");
+}
+END_TEST
+
+/* --- a woken waiter past the bound goes first (M3) ------------------ */
+
+static proxylock_mutex_t back_lock;
+static sem_t back_held, back_go;
+static long back_first;        /* who was handed back_lock first: 1 A, 2 B */
+static uint64_t back_bound_ns; /* PROXYLOCK_HANDOFF_US, in ns */
+
+/* SCHED_FIFO on CPU 0, where waiter A sleeps: A can run only when we
+ * block.  Wake A inside the bound, take the lock back at once, hold it
+ * past A's bound, then sleep holding it: A comes back past the bound. */
+static void *back_holder(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+
+	(void)arg;
+	pin_self(0);
+	ck_assert_int_eq(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp), 0);
+	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
+	sem_post(&back_held);
+	sem_wait(&back_go);
+	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);  /* wakes A */
+	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);    /* barges */
+	burn_ns(back_bound_ns + back_bound_ns / 2);
+	usleep(50000);  /* A runs, finds the lock held, queues again */
+	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);  /* hands off */
+	return NULL;
+}
+
+static void *back_waiter(void *arg)
+{
+	long id = (long)arg, none = 0;
+
+	pin_self(id == 1 ? 0 : 1);
+	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
+	__atomic_compare_exchange_n(&back_first, &none, id, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);
+	return NULL;
+}
+
+/* Wait until one more waiter sleeps (the stats count sleeps). */
+static void await_one_more_sleeper(unsigned long before)
+{
+	struct proxylock_stats now;
+
+	ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before), 3000));
+}
+
+/*
+ * A queued first, B second.  A is woken inside the bound and loses to the
+ * holder; it comes back past the bound and must go first, ahead of B,
+ * who has waited past it too but less: the holder's next unlock hands
+ * the lock to A.  (Were A to go to the tail, as inside the bound, B
+ * would be handed it first.)
+ */
+START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
+{
+	struct proxylock_stats st;
+	proxylock_mutexattr_t attr;
+	pthread_t h, a, b;
+	char us[32];
+
+	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs RT privilege (run as root)");
+	/* Read at first use, which is below (Check forks a process per test). */
+	back_bound_ns = time_bound_ns(200 * 1000000ull);
+	snprintf(us, sizeof(us), "%llu", (unsigned long long)(back_bound_ns / 1000));
+	setenv("PROXYLOCK_HANDOFF_US", us, 1);
+	proxylock_mutexattr_init(&attr);
+	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);  /* CPUs stay put */
+	proxylock_mutex_init(&back_lock, &attr);
+	sem_init(&back_held, 0, 0);
+	sem_init(&back_go, 0, 0);
+	pin_self(1);
+	pthread_create(&h, NULL, back_holder, NULL);
+	sem_wait(&back_held);
+	proxylock_stats_get(&st);
+	pthread_create(&a, NULL, back_waiter, (void *)1L);
+	await_one_more_sleeper(st.sleeps);
+	proxylock_stats_get(&st);
+	pthread_create(&b, NULL, back_waiter, (void *)2L);
+	await_one_more_sleeper(st.sleeps);
+	sem_post(&back_go);
+	pthread_join(h, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.handoffs >= 1, "no handoff: nothing was tested");
+	ck_assert_msg(back_first == 1, "waiter %ld was handed the lock first, want A (1)", back_first);
 }
 END_TEST
 
@@ -913,6 +1004,7 @@ static Suite *mutex_suite(void)
 	tcase_add_test(tc, no_lost_wakeup_in_a_wake_wait_storm_with_timeouts);
 	tcase_add_test(tc, a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound);
 	tcase_add_test(tc, each_of_three_waiters_behind_a_barger_gets_the_lock_within_the_handoff_bound);
+	tcase_add_test(tc, a_woken_waiter_back_past_the_bound_is_handed_the_lock_first);
 	tcase_add_test(tc, rt_waiters_get_the_lock_in_priority_order_before_everyone_else);
 	tcase_add_test(tc, fork_child_of_a_multithreaded_process_can_lock_with_its_new_tid);
 	tcase_add_test(tc, a_lent_to_thread_that_forks_leaves_its_child_at_its_base);
