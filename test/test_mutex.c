@@ -4,6 +4,7 @@
  * timeouts, wake-ups, fairness bound, fork.
  */
 #include <semaphore.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -473,36 +474,27 @@ END_TEST
 /* --- a woken waiter past the bound goes first (M3) ------------------ */
 
 static proxylock_mutex_t back_lock;
-static sem_t back_held, back_go;
-static long back_first;        /* who was handed back_lock first: 1 A, 2 B */
-static uint64_t back_bound_ns; /* PROXYLOCK_HANDOFF_US, in ns */
+static sem_t back_paused;
+static pid_t back_tid_a;
+static long back_first;  /* who was handed back_lock first: 1 A, 2 B */
 
-/* SCHED_FIFO on CPU 0, where waiter A sleeps: A can run only when we
- * block.  Wake A inside the bound, take the lock back at once, hold it
- * past A's bound, then sleep holding it: A comes back past the bound. */
-static void *back_holder(void *arg)
+/* SIGUSR1 on A while it sleeps queued: A stays in here for 1.5 s, past
+ * the 1 s bound, so that a wake while it is here finds it back late. */
+static void back_pause(int sig)
 {
-	struct sched_param sp = { .sched_priority = 10 };
+	struct timespec ts = { 1, 500000000 };
 
-	(void)arg;
-	pin_self(0);
-	ck_assert_int_eq(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp), 0);
-	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
-	sem_post(&back_held);
-	sem_wait(&back_go);
-	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);  /* wakes A */
-	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);    /* barges */
-	burn_ns(back_bound_ns + back_bound_ns / 2);
-	usleep(50000);  /* A runs, finds the lock held, queues again */
-	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);  /* hands off */
-	return NULL;
+	(void)sig;
+	sem_post(&back_paused);
+	nanosleep(&ts, NULL);
 }
 
 static void *back_waiter(void *arg)
 {
 	long id = (long)arg, none = 0;
 
-	pin_self(id == 1 ? 0 : 1);
+	if (id == 1)
+		back_tid_a = gettid_();
 	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
 	__atomic_compare_exchange_n(&back_first, &none, id, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);
@@ -514,48 +506,55 @@ static void await_one_more_sleeper(unsigned long before)
 {
 	struct proxylock_stats now;
 
-	ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before), 3000));
+	ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before), 5000));
 }
 
 /*
- * A queued first, B second.  A is woken inside the bound and loses to the
- * holder; it comes back past the bound and must go first, ahead of B,
- * who has waited past it too but less: the holder's next unlock hands
- * the lock to A.  (Were A to go to the tail, as inside the bound, B
- * would be handed it first.)
+ * A queued first, B second, behind us.  While A is held in a signal
+ * handler, our unlock wakes it (inside the bound) and we take the lock
+ * back at once; A comes back past the bound and must go first, ahead of
+ * B (who has waited past it too, but less): our next unlock hands the
+ * lock to A.  (Were A to go to the tail, as inside the bound, B would be
+ * handed it first.)  No scheduling assumption: A cannot come back before
+ * its handler returns.
  */
 START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
 {
+	struct sigaction sa = { .sa_handler = back_pause };
 	struct proxylock_stats st;
 	proxylock_mutexattr_t attr;
-	pthread_t h, a, b;
-	char us[32];
+	unsigned long handoffs0;
+	pthread_t a, b;
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs RT privilege (run as root)");
 	/* Read at first use, which is below (Check forks a process per test). */
-	back_bound_ns = time_bound_ns(200 * 1000000ull);
-	snprintf(us, sizeof(us), "%llu", (unsigned long long)(back_bound_ns / 1000));
-	setenv("PROXYLOCK_HANDOFF_US", us, 1);
+	setenv("PROXYLOCK_HANDOFF_US", "1000000", 1);
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	sem_init(&back_paused, 0, 0);
 	proxylock_mutexattr_init(&attr);
-	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);  /* CPUs stay put */
+	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
 	proxylock_mutex_init(&back_lock, &attr);
-	sem_init(&back_held, 0, 0);
-	sem_init(&back_go, 0, 0);
-	pin_self(1);
-	pthread_create(&h, NULL, back_holder, NULL);
-	sem_wait(&back_held);
+	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
 	proxylock_stats_get(&st);
 	pthread_create(&a, NULL, back_waiter, (void *)1L);
 	await_one_more_sleeper(st.sleeps);
 	proxylock_stats_get(&st);
 	pthread_create(&b, NULL, back_waiter, (void *)2L);
 	await_one_more_sleeper(st.sleeps);
-	sem_post(&back_go);
-	pthread_join(h, NULL);
+	ck_assert_int_eq(syscall(SYS_tgkill, getpid(), back_tid_a, SIGUSR1), 0);
+	sem_wait(&back_paused);
+	proxylock_stats_get(&st);
+	handoffs0 = st.handoffs;
+	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);   /* wakes A */
+	ck_assert_int_eq(proxylock_mutex_trylock(&back_lock), 0);  /* takes it back */
+	proxylock_stats_get(&st);
+	ck_assert_msg(st.handoffs == handoffs0, "A was handed the lock, not woken: nothing was tested");
+	await_one_more_sleeper(st.sleeps);  /* A, back from its handler, queued again */
+	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);   /* hands off */
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
 	proxylock_stats_get(&st);
-	ck_assert_msg(st.handoffs >= 1, "no handoff: nothing was tested");
+	ck_assert_msg(st.handoffs > handoffs0, "no handoff: nothing was tested");
 	ck_assert_msg(back_first == 1, "waiter %ld was handed the lock first, want A (1)", back_first);
 }
 END_TEST
