@@ -494,7 +494,7 @@ static void *back_waiter(void *arg)
 	long id = (long)arg, none = 0;
 
 	if (id == 1)
-		back_tid_a = gettid_();
+		__atomic_store_n(&back_tid_a, gettid_(), __ATOMIC_RELEASE);
 	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
 	__atomic_compare_exchange_n(&back_first, &none, id, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);
@@ -541,7 +541,8 @@ START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
 	proxylock_stats_get(&st);
 	pthread_create(&b, NULL, back_waiter, (void *)2L);
 	await_one_more_sleeper(st.sleeps);
-	ck_assert_int_eq(syscall(SYS_tgkill, getpid(), back_tid_a, SIGUSR1), 0);
+	ck_assert_int_eq(syscall(SYS_tgkill, getpid(), __atomic_load_n(&back_tid_a, __ATOMIC_ACQUIRE),
+	                         SIGUSR1), 0);
 	sem_wait(&back_paused);
 	proxylock_stats_get(&st);
 	handoffs0 = st.handoffs;
