@@ -350,6 +350,15 @@ START_TEST(no_lost_wakeup_in_a_wake_wait_storm_with_timeouts)
 }
 END_TEST
 
+/* Wait (up to @ms, stretched) until the stats count more sleeps than
+ * @before: one more waiter is queued. */
+static void await_one_more_sleeper(unsigned long before, int ms)
+{
+	struct proxylock_stats now;
+
+	ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before), ms));
+}
+
 /* --- fairness bound -------------------------------------------------- */
 
 /* Donation off: with it, the barger would run on the waiter's CPU and
@@ -371,37 +380,68 @@ static void *fair_barger(void *arg)
 	return NULL;
 }
 
+/* @m initialised with donation off. */
+static void init_undonated(proxylock_mutex_t *m)
+{
+	proxylock_mutexattr_t attr;
+
+	proxylock_mutexattr_init(&attr);
+	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
+	proxylock_mutex_init(m, &attr);
+}
+
+/* Start the barger on fair_lock and let it settle; returns the handoffs
+ * counted so far. */
+static uint64_t fair_start(pthread_t *barger)
+{
+	struct proxylock_stats st;
+
+	init_undonated(&fair_lock);
+	__atomic_store_n(&fair_stop, 0, __ATOMIC_RELAXED);
+	pthread_create(barger, NULL, fair_barger, NULL);
+	usleep(10000);
+	proxylock_stats_get(&st);
+	return st.handoffs;
+}
+
+static void fair_end(pthread_t barger)
+{
+	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(barger, NULL);
+}
+
+/* One lock and unlock of fair_lock; returns how long the lock took. */
+static uint64_t fair_round(void)
+{
+	uint64_t t0 = mono_ns(), dt;
+
+	ck_assert_int_eq(proxylock_mutex_lock(&fair_lock), 0);
+	dt = mono_ns() - t0;
+	ck_assert_int_eq(proxylock_mutex_unlock(&fair_lock), 0);
+	return dt;
+}
+
 START_TEST(a_waiter_behind_a_barger_gets_the_lock_within_the_handoff_bound)
 {
 	uint64_t worst = 0, handoffs0;
 	struct proxylock_stats st;
-	proxylock_mutexattr_t attr;
 	pthread_t th;
 	int i;
 
-	proxylock_mutexattr_init(&attr);
-	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
-	proxylock_mutex_init(&fair_lock, &attr);
-	pthread_create(&th, NULL, fair_barger, NULL);
 	pin_self(1);
-	usleep(10000);
-	proxylock_stats_get(&st);
-	handoffs0 = st.handoffs;
+	handoffs0 = fair_start(&th);
+	st.handoffs = handoffs0;
 	/* At least 50 rounds, and on until the bound has been used at least
 	 * once: the waiter sometimes wins a race on its own, and a run where
 	 * it always did would prove nothing. */
 	for (i = 0; i < 2000 && (i < 50 || st.handoffs == handoffs0); i++) {
-		uint64_t t0 = mono_ns(), dt;
+		uint64_t dt = fair_round();
 
-		ck_assert_int_eq(proxylock_mutex_lock(&fair_lock), 0);
-		dt = mono_ns() - t0;
-		ck_assert_int_eq(proxylock_mutex_unlock(&fair_lock), 0);
 		worst = dt > worst ? dt : worst;
 		usleep(1000);
 		proxylock_stats_get(&st);
 	}
-	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
-	pthread_join(th, NULL);
+	fair_end(th);
 	/* Bound: 500 us of queueing plus one 200 us critical section; the
 	 * margin is for a shared machine's scheduling noise, and is still
 	 * far below the 50 x 200 us a starved waiter would see. */
@@ -423,11 +463,8 @@ static void *fair_waiter(void *arg)
 
 	pin_self(1);
 	for (int i = 0; i < 100; i++) {
-		uint64_t t0 = mono_ns(), dt;
+		uint64_t dt = fair_round();
 
-		ck_assert_int_eq(proxylock_mutex_lock(&fair_lock), 0);
-		dt = mono_ns() - t0;
-		ck_assert_int_eq(proxylock_mutex_unlock(&fair_lock), 0);
 		fair_worst[id] = dt > fair_worst[id] ? dt : fair_worst[id];
 		usleep(1000);
 	}
@@ -441,25 +478,15 @@ static void *fair_waiter(void *arg)
  */
 START_TEST(each_of_three_waiters_behind_a_barger_gets_the_lock_within_the_handoff_bound)
 {
-	uint64_t handoffs0;
 	struct proxylock_stats st;
-	proxylock_mutexattr_t attr;
 	pthread_t barger, th[FAIR_WAITERS];
+	uint64_t handoffs0 = fair_start(&barger);
 
-	proxylock_mutexattr_init(&attr);
-	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
-	proxylock_mutex_init(&fair_lock, &attr);
-	__atomic_store_n(&fair_stop, 0, __ATOMIC_RELAXED);
-	pthread_create(&barger, NULL, fair_barger, NULL);
-	usleep(10000);
-	proxylock_stats_get(&st);
-	handoffs0 = st.handoffs;
 	for (long i = 0; i < FAIR_WAITERS; i++)
 		pthread_create(&th[i], NULL, fair_waiter, (void *)i);
 	for (int i = 0; i < FAIR_WAITERS; i++)
 		pthread_join(th[i], NULL);
-	__atomic_store_n(&fair_stop, 1, __ATOMIC_RELAXED);
-	pthread_join(barger, NULL);
+	fair_end(barger);
 	proxylock_stats_get(&st);
 	/* The bound as above: 30 ms is still far above 500 us plus two
 	 * slow unlocks (200 us critical sections) per other waiter (M3). */
@@ -501,14 +528,6 @@ static void *back_waiter(void *arg)
 	return NULL;
 }
 
-/* Wait until one more waiter sleeps (the stats count sleeps). */
-static void await_one_more_sleeper(unsigned long before)
-{
-	struct proxylock_stats now;
-
-	ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before), 5000));
-}
-
 /*
  * A queued first, B second, behind us.  While A is held in a signal
  * handler, our unlock wakes it (inside the bound) and we take the lock
@@ -522,7 +541,6 @@ START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
 {
 	struct sigaction sa = { .sa_handler = back_pause };
 	struct proxylock_stats st;
-	proxylock_mutexattr_t attr;
 	unsigned long handoffs0;
 	pthread_t a, b;
 
@@ -531,16 +549,14 @@ START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
 	sigemptyset(&sa.sa_mask);
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	sem_init(&back_paused, 0, 0);
-	proxylock_mutexattr_init(&attr);
-	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE);
-	proxylock_mutex_init(&back_lock, &attr);
+	init_undonated(&back_lock);
 	ck_assert_int_eq(proxylock_mutex_lock(&back_lock), 0);
 	proxylock_stats_get(&st);
 	pthread_create(&a, NULL, back_waiter, (void *)1L);
-	await_one_more_sleeper(st.sleeps);
+	await_one_more_sleeper(st.sleeps, 5000);
 	proxylock_stats_get(&st);
 	pthread_create(&b, NULL, back_waiter, (void *)2L);
-	await_one_more_sleeper(st.sleeps);
+	await_one_more_sleeper(st.sleeps, 5000);
 	ck_assert_int_eq(syscall(SYS_tgkill, getpid(), __atomic_load_n(&back_tid_a, __ATOMIC_ACQUIRE),
 	                         SIGUSR1), 0);
 	sem_wait(&back_paused);
@@ -550,7 +566,7 @@ START_TEST(a_woken_waiter_back_past_the_bound_is_handed_the_lock_first)
 	ck_assert_int_eq(proxylock_mutex_trylock(&back_lock), 0);  /* takes it back */
 	proxylock_stats_get(&st);
 	ck_assert_msg(st.handoffs == handoffs0, "A was handed the lock, not woken: nothing was tested");
-	await_one_more_sleeper(st.sleeps);  /* A, back from its handler, queued again */
+	await_one_more_sleeper(st.sleeps, 5000);  /* A, back from its handler, queued again */
 	ck_assert_int_eq(proxylock_mutex_unlock(&back_lock), 0);   /* hands off */
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
@@ -597,12 +613,12 @@ START_TEST(rt_waiters_get_the_lock_in_priority_order_before_everyone_else)
 	proxylock_mutex_init(&order_lock, NULL);
 	proxylock_mutex_lock(&order_lock);
 	for (int i = 0; i < 3; i++) {
-		struct proxylock_stats before, now;
+		struct proxylock_stats before;
 
 		proxylock_stats_get(&before);
 		pthread_create(&th[i], NULL, order_waiter, &ws[i]);
 		/* queued in this order: wait until this one sleeps */
-		ck_assert(eventually((proxylock_stats_get(&now), now.sleeps > before.sleeps), 3000));
+		await_one_more_sleeper(before.sleeps, 3000);
 	}
 	proxylock_mutex_unlock(&order_lock);
 	for (int i = 0; i < 3; i++)
