@@ -1082,7 +1082,12 @@ static inline __attribute__((always_inline)) int release(proxylock_rwlock_t *rw)
  * Tools watching (PLK_TSAN build, or under Valgrind): take and tell
  * them (tsan.h, vgclient.h), as a mutex does.  A call refused before
  * any attempt (unusable, or write-held by the caller: EDEADLK or EBUSY)
- * is an answer, not a lock, and is not told.
+ * is an answer, not a lock, and is not told.  A read take claims the
+ * caller's read set first, outside the told region: TSan ignores every
+ * synchronisation inside it, and the claim's acquire (rdset.c) is what
+ * orders the set's last owner, which may have exited while we ran,
+ * before our own uses of the set outside lock calls (release_noted,
+ * the thread-exit destructor).
  */
 static __attribute__((noinline)) int take_noted(proxylock_rwlock_t *rw, bool write, bool try,
                                                 bool deadline, clockid_t clock,
@@ -1094,6 +1099,8 @@ static __attribute__((noinline)) int take_noted(proxylock_rwlock_t *rw, bool wri
 
 	if (rw_unusable(rw, w) || write_held_by(w, plk_tid()))
 		return take(rw, write, try, deadline, clock, abstime);
+	if (!write && !plk_tls_rdset)
+		(void)plk_rdset_self();  /* NULL (table full): take() copes */
 	plk_tsan_rw_pre_lock(rw, !write, may_fail);
 	plk_vg(plk_vg_rw_lock_pre(rw, write, may_fail));
 	err = take(rw, write, try, deadline, clock, abstime);

@@ -19,9 +19,14 @@
  *                which it can only do because rwlocks annotate
  *                themselves as reader-writer locks (expects failure);
  *   rw-lock-order  lock-order, with the rwlock (write-held) as B.
+ *   rw-set-reuse  a thread read-locks once and exits; a thread alive
+ *                before it started then read-locks, taking over the read
+ *                set the first gave back (lib/rdset.c), ordered after it
+ *                only by the library's own claim: quiet (exit 0).
  * ITERS in the environment sets the loop count (Valgrind is slow).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +81,27 @@ static void *rw_bump(void *arg)
 	return NULL;
 }
 
+/* rw-set-reuse: the later reader waits on a relaxed flag, which orders
+ * nothing for TSan: only the read set's claim orders it after the first
+ * reader's exit, which gave the set back. */
+static proxylock_rwlock_t rw_reuse = PROXYLOCK_RWLOCK_INITIALIZER;
+static int first_reader_gone;
+
+static void *read_once(void *arg)
+{
+	(void)arg;
+	proxylock_rwlock_rdlock(&rw_reuse);
+	proxylock_rwlock_unlock(&rw_reuse);
+	return NULL;
+}
+
+static void *read_after_first_gone(void *arg)
+{
+	while (!__atomic_load_n(&first_reader_gone, __ATOMIC_RELAXED))
+		sched_yield();
+	return read_once(arg);
+}
+
 static bool b_is_rw;
 
 static void lock_b(void)
@@ -126,6 +152,14 @@ int main(int argc, char **argv)
 		pthread_create(&t1, NULL, a_then_b, NULL);
 		pthread_join(t1, NULL);  /* one after the other: no real deadlock */
 		pthread_create(&t2, NULL, b_then_a, NULL);
+		pthread_join(t2, NULL);
+		return 0;
+	}
+	if (!strcmp(mode, "rw-set-reuse")) {
+		pthread_create(&t2, NULL, read_after_first_gone, NULL);  /* alive first */
+		pthread_create(&t1, NULL, read_once, NULL);
+		pthread_join(t1, NULL);
+		__atomic_store_n(&first_reader_gone, 1, __ATOMIC_RELAXED);
 		pthread_join(t2, NULL);
 		return 0;
 	}
