@@ -1099,8 +1099,11 @@ static __attribute__((noinline)) int take_noted(proxylock_rwlock_t *rw, bool wri
 
 	if (rw_unusable(rw, w) || write_held_by(w, plk_tid()))
 		return take(rw, write, try, deadline, clock, abstime);
+	/* NULL (the table full): should a set be freed before take() asks
+	 * again, that claim is inside the region, where TSan may misreport
+	 * as above (1024 threads reading at once). */
 	if (!write && !plk_tls_rdset)
-		(void)plk_rdset_self();  /* NULL (table full): take() copes */
+		(void)plk_rdset_self();
 	plk_tsan_rw_pre_lock(rw, !write, may_fail);
 	plk_vg(plk_vg_rw_lock_pre(rw, write, may_fail));
 	err = take(rw, write, try, deadline, clock, abstime);
