@@ -101,7 +101,9 @@ typedef struct proxylock_cond {
  * The reader-writer lock.  Zero-filled storage is an unlocked rwlock
  * preferring readers that lends every kind the process allows.  Fields
  * are private: __word is the lock word (bit 31 waiters queued, bit 30
- * write-held; bits 0..29 the writer's TID, or the number of read holds),
+ * write-held, bits 0..29 the writer's TID; else bit 29 read-held by one
+ * thread, bits 0..28 its TID; else bits 0..28 the number of read holds),
+ * __solo names a reader whose lone hold was joined (rwlockword.h),
  * __flags the preference kind (bits 0..1) and the kinds *not* lent (from
  * bit 24).  56 bytes, 8-aligned, laid over glibc's pthread_rwlock_t on
  * x86_64 and aarch64: __word on __readers, __flags on __flags (offset
@@ -113,13 +115,14 @@ typedef struct proxylock_cond {
  */
 typedef struct proxylock_rwlock {
 	uint32_t __word;
-	uint32_t __reserved0[7];
+	uint32_t __solo;
+	uint32_t __reserved0[6];
 	uint64_t __reserved1[2];
 	uint32_t __flags;
 	uint32_t __reserved2;
 } proxylock_rwlock_t;
 
-#define PROXYLOCK_RWLOCK_INITIALIZER { 0, { 0, 0, 0, 0, 0, 0, 0 }, { 0, 0 }, 0, 0 }
+#define PROXYLOCK_RWLOCK_INITIALIZER { 0, 0, { 0, 0, 0, 0, 0, 0 }, { 0, 0 }, 0, 0 }
 
 /* Preference kinds (proxylock_rwlockattr_setkind), glibc's values and
  * semantics: PREFER_WRITER is treated as PREFER_READER (recursive read

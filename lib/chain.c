@@ -84,9 +84,18 @@ void plk_rw_lend_prepare(const proxylock_rwlock_t *rw)
 		(void)plk_registry_reserve(plk_owner_tid(w));
 		return;
 	}
+	if (w & PLK_RW_SOLO) {
+		(void)plk_registry_reserve(plk_owner_tid(w & PLK_RW_COUNT));
+		return;
+	}
 	/* Lock-free: a hint for the scan under the bucket (rdset.h). */
-	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX, false);
-	(void)plk_registry_reserve_n(tids, n < PLK_RW_LEND_MAX ? n : PLK_RW_LEND_MAX);
+	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX - 1, false);
+	if (n > PLK_RW_LEND_MAX - 1)
+		n = PLK_RW_LEND_MAX - 1;
+	/* The converted reader (RW9), lent to beside them. */
+	if ((tids[n] = plk_owner_tid(plk_rw_solo_field(rw) & PLK_RW_COUNT)) != 0)
+		n++;
+	(void)plk_registry_reserve_n(tids, n);
 	(void)plk_registry_reserve(0);
 }
 
@@ -108,15 +117,18 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 		plk_donate_fold(&lend, t, kinds);
 		queued = true;
 	}
-	if (w & PLK_RW_WRITER) {
-		pid_t owner = plk_owner_tid_locked(w);
+	if (w & (PLK_RW_WRITER | PLK_RW_SOLO)) {
+		/* The word names its one holder: the writer, or a solo reader
+		 * (which unlocks by the bucket while the bit is set). */
+		pid_t owner = plk_owner_tid_locked(w & (w & PLK_RW_WRITER ? PLK_RW_VALUE : PLK_RW_COUNT));
 
 		if (owner)
 			plk_donate_set(owner, rw, &lend, depth);
 		return;
 	}
 	/* Named only with someone queued: an empty queue lends nothing
-	 * (its entries go), and a named reader unlocks by the bucket. */
+	 * (its entries go), and a named reader unlocks by the bucket; so
+	 * does the converted reader, always (RW9), named by __solo. */
 	n = plk_rdset_readers(rw, tids, PLK_RW_LEND_MAX, queued);
 	if (n > PLK_RW_LEND_MAX) {
 		plk_stat_inc(chain_truncated);
@@ -124,6 +136,10 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	}
 	for (int i = 0; i < n; i++)
 		plk_donate_set(tids[i], rw, &lend, depth);
+	pid_t converted = plk_owner_tid_locked(plk_rw_solo_field(rw) & PLK_RW_COUNT);
+
+	if (converted)
+		plk_donate_set(converted, rw, &lend, depth);
 }
 
 void plk_rw_lend_update(struct plk_bucket *b, proxylock_rwlock_t *rw)

@@ -942,17 +942,18 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 		err = 0;
 	} else {
 		/* A writer's CAS from 0 failed: someone holds or waits.  A
-		 * reader also leaves the fast path with nobody in its way,
-		 * at its thread's first rdlock (no read set yet) and with
+		 * reader also leaves the fast path with nobody in its way:
+		 * to join a solo hold (in the bucket, rwlockword.h), at its
+		 * thread's first counted rdlock (no read set yet), and with
 		 * every slot of its read set taken by other rwlocks: that is
 		 * no contention unless the word shows a writer or waiters
 		 * (relaxed: a peek for a count, it orders nothing). */
 		struct plk_rdset *s = plk_tls_rdset;
+		uint32_t w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
 		bool no_slot = !s || (plk_rdset_find(s, (uintptr_t)rw) < 0 && plk_rdset_full(s));
 
-		contended = write || !no_slot ||
-		            (__atomic_load_n(&rw->__word, __ATOMIC_RELAXED) &
-		             (PLK_RW_WRITER | PLK_RW_WAITERS));
+		contended = write || (w & (PLK_RW_WRITER | PLK_RW_WAITERS)) ||
+		            (!no_slot && !(w & PLK_RW_SOLO));
 		t0 = plk_now_ns();
 		err = rw_lock_slow(rw, write, op, clock, abstime);
 	}

@@ -21,6 +21,9 @@
  * published before the reader's count increment, with release, and
  * cleared before its decrement) is in rwlock.c and docs/design.md.
  *
+ * A solo read hold, and one a join converted, are in no set: the lock
+ * word, or the rwlock's __solo, names its reader (rwlockword.h).
+ *
  * Overflow rule: a thread that holds more than PLK_RD_SLOTS rwlocks for
  * reading at once, or that finds the table full, holds the extra ones
  * untracked: counted in the lock word, never lent to (stats:

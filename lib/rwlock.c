@@ -81,17 +81,27 @@
  *       bucket (after the scanner's hold); unmarked, no scan can name it
  *       any more and it leaves by its CAS.  The spin publishes once, so
  *       no store erases a mark whose lend stands.
- *  RW7  With PLK_RW_WAITERS set, no fast path moves the read count from
- *       or to 0: the spin joins only a read-held lock, an unnamed
- *       reader's unlock leaves by its CAS only if a hold remains.  A
- *       bucket holder's word_update relies on it (a grant that read the
- *       count 0 writes a writer's TID over it).
+ *  RW7  With PLK_RW_WAITERS set, no fast path changes a solo word (its
+ *       reader's CAS expects the bit clear; joins go through the
+ *       bucket) or moves the read count from or to 0: the spin joins
+ *       only a read-held lock, an unnamed reader's unlock leaves by its
+ *       CAS only if a hold remains.  A bucket holder's word_update
+ *       relies on it (a grant that read the count 0 writes a writer's
+ *       TID over it).
  *  RW8  (woken writers, prefer-reader kinds) a writer woken to compete
  *       is off the queue and owes it the lock: back at the bucket it
  *       takes L if free (keeping the bit while anyone is queued), else
  *       queues again at the head with its first enqueue time, so within
  *       PROXYLOCK_HANDOFF_US it is handed L; its deadline passing while
  *       woken sends it back to the bucket too (rw_timedout: RW_RETRY).
+ *  RW9  (solo holds, rwlockword.h) PLK_RW_SOLO is in the word only while
+ *       its TID's thread holds that one hold, counted nowhere else;
+ *       __solo names T only while T holds one read hold the count
+ *       includes and no slot names: stored under the bucket before the
+ *       join's CAS (join_locked), cleared by T before its decrement,
+ *       made under the bucket (unlock_other).  Scans name both (chain.c);
+ *       both always release through the bucket while the bit is set,
+ *       and withdraw after it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -158,6 +168,58 @@ static bool write_held_by(uint32_t w, uint32_t self)
 	return (w & PLK_RW_WRITER) && plk_owned_by_self(w & PLK_RW_VALUE, self);
 }
 
+/* Word @w is a solo read hold of the caller (@self). */
+static bool solo_held_by(uint32_t w, uint32_t self)
+{
+	return (w & (PLK_RW_WRITER | PLK_RW_SOLO)) == PLK_RW_SOLO &&
+	       plk_owned_by_self(w & PLK_RW_COUNT, self);
+}
+
+/* The caller (@self) looks like @rw's converted reader (RW9): word @w
+ * counts, and __solo (@solo) names us.  The acquire load of @w that a
+ * join's release CAS wrote orders its store to __solo before our read.
+ * Outside the bucket a hint only: a join whose CAS failed (our solo
+ * hold had left) stores __solo and takes it back within its bucket
+ * hold, so only a look under the bucket is sure (unlock_slow). */
+static bool converted_by(uint32_t w, uint32_t solo, uint32_t self)
+{
+	uint32_t tid = solo & PLK_RW_COUNT;
+
+	return !(w & (PLK_RW_WRITER | PLK_RW_SOLO)) && tid && plk_owned_by_self(tid, self);
+}
+
+/* The caller holds @rw for reading in no slot of its read set: solo, or
+ * as its converted reader (a later read hold takes a slot of its own);
+ * a hint as converted_by. */
+static bool holds_unslotted(const proxylock_rwlock_t *rw)
+{
+	uint32_t w = plk_rw_word(rw), self = plk_tid();
+
+	return solo_held_by(w, self) || converted_by(w, plk_rw_solo_field(rw), self);
+}
+
+/*
+ * Add @n read holds to @rw's word @w by CAS, under @rw's bucket; false if
+ * the word moved.  A solo word is converted (RW9): its reader goes into
+ * __solo before the CAS (whose release publishes it; scanners hold the
+ * bucket), and __solo says SHARED from then on.  Its CAS fails only if
+ * the solo reader left by its fast CAS meanwhile (PLK_RW_WAITERS clear):
+ * __solo gets its old value back, under the bucket, before any scan.
+ */
+static bool join_locked(proxylock_rwlock_t *rw, uint32_t w, uint32_t n)
+{
+	uint32_t old;
+
+	if (!(w & PLK_RW_SOLO))
+		return plk_rw_cas(rw, w, w + n);
+	old = plk_rw_solo_field(rw);
+	__atomic_store_n(&rw->__solo, PLK_RW_SHARED | (w & PLK_RW_COUNT), __ATOMIC_RELAXED);
+	if (plk_rw_cas(rw, w, (w & PLK_RW_WAITERS) | (1 + n)))
+		return true;
+	__atomic_store_n(&rw->__solo, old, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* First queued writer of @rw in locked @b, and (in *@reader) whether a
  * reader is queued. */
 static struct plk_thread *first_writer(struct plk_bucket *b, const proxylock_rwlock_t *rw,
@@ -193,16 +255,18 @@ static bool reader_may_join(struct plk_bucket *b, const proxylock_rwlock_t *rw, 
 
 /*
  * May rdlock_slow's spin join @rw, word @w, by its CAS (no bucket)?  Not
- * write-held, the count not at its limit, and with PLK_RW_WAITERS set
- * only into a hold already counted: a free lock with the bit set is
+ * write-held, not solo (a solo word is joined in the bucket, which
+ * converts it: join_locked), the count not at its limit, and with
+ * PLK_RW_WAITERS set only into a hold already counted: a free lock with the bit set is
  * being granted by its releaser under the bucket, whose word_update
  * would overwrite our increment (RW7).  The kind is the caller's.
  */
 static bool spin_may_join(uint32_t w)
 {
-	uint32_t n = w & PLK_RW_VALUE;
+	uint32_t n = w & PLK_RW_COUNT;
 
-	return !(w & PLK_RW_WRITER) && n != PLK_RW_READERS_MAX && (n > 0 || !(w & PLK_RW_WAITERS));
+	return !(w & (PLK_RW_WRITER | PLK_RW_SOLO)) && n != PLK_RW_READERS_MAX &&
+	       (n > 0 || !(w & PLK_RW_WAITERS));
 }
 
 /* Change @rw's word under its bucket to @expr, computed from each fresh
@@ -260,7 +324,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
 		return false;
 	wr = first_writer(b, rw, &reader);
-	if ((w & PLK_RW_VALUE) == 0 && wr && !reader && !prefer_w &&
+	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
 	    g->now_ns - wr->enq_ns < plk_config()->handoff_ns) {
 		/* Release and wake, as a mutex does (RW8): the writer comes
 		 * back to the bucket and takes L or queues again at the head;
@@ -277,7 +341,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		plk_waitq_unpark_prepare(wr, PLK_PARK_WOKEN);
 		return false;
 	}
-	if ((w & PLK_RW_VALUE) == 0 && wr && (prefer_w || !reader)) {
+	if (plk_rw_readers(w) == 0 && wr && (prefer_w || !reader)) {
 		plk_waitq_dequeue(wr);
 		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
@@ -302,9 +366,9 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		}
 		/* From the word read above: spin joins may have raised the
 		 * count since (RW7), past the limit with what this grant adds;
-		 * that needs about 2^30 holds, the count's known limit
+		 * that needs about 2^29 holds, the count's known limit
 		 * (docs/design.md, Known limits). */
-		if ((w & PLK_RW_VALUE) + n == PLK_RW_READERS_MAX)
+		if (plk_rw_readers(w) + n == PLK_RW_READERS_MAX)
 			break;  /* the rest wait for a reader to leave */
 		plk_waitq_dequeue(t);
 		/* Slot first, count after (RW5), both before HANDED (RW4). */
@@ -318,9 +382,18 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 	 * its unlock with its slot already cleared, lent to by a scan; the
 	 * bit sends it through the bucket and its withdrawal (RW6). */
 	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
-	bool keep = more || (w & PLK_RW_VALUE) > 0;
+	bool keep = more || plk_rw_readers(w) > 0;
 
-	word_update(rw, w, ((w & PLK_RW_VALUE) + n) | (keep ? PLK_RW_WAITERS : 0));
+	if (w & PLK_RW_SOLO) {
+		/* Into a solo hold (so keep): joined by converting it, its
+		 * reader into __solo first (RW9).  With the bit set nothing
+		 * but the bucket changes a solo word (RW7): the first CAS
+		 * takes; the loop is for form. */
+		while (!join_locked(rw, w, n))
+			w = plk_rw_word(rw);
+	} else {
+		word_update(rw, w, ((w & PLK_RW_COUNT) + n) | (keep ? PLK_RW_WAITERS : 0));
+	}
 	if (keep)
 		plk_rw_lend_update(b, rw);  /* the new readers are lent to too, or
 		                               with nobody queued, nobody is */
@@ -443,7 +516,10 @@ static void rd_hold_abandon(struct rd_hold *h)
 static int rd_fail(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
 {
 	rd_hold_abandon(h);
-	if (h->retracted)
+	/* Still a reader by a hold in no slot (RW9): a lend keyed by @rw
+	 * on us is a holder's, named by every scan; it goes with that hold
+	 * (unlock_other).  We are inside a call on @rw: it is alive. */
+	if (h->retracted && !holds_unslotted(rw))
 		rd_not_reader(rw);
 	return err;
 }
@@ -510,6 +586,39 @@ static void rd_hold_publish(proxylock_rwlock_t *rw, struct rd_hold *h, uintptr_t
 {
 	if (h->slot >= 0 && !h->recursive)
 		__atomic_store_n(&h->s->lock[h->slot], (uintptr_t)rw | tag, __ATOMIC_RELAXED);
+}
+
+/* A solo word nobody waits on (not a destroyed one: it has bit 29 too). */
+#define SOLO_UNWAITED(w) (((w) & (PLK_RW_WRITER | PLK_RW_SOLO | PLK_RW_WAITERS)) == PLK_RW_SOLO)
+
+/*
+ * Join @rw's solo hold with nobody queued, in the bucket: the join
+ * converts it (join_locked).  False if the word changed meanwhile (its
+ * reader left, or a waiter came): our publication is taken back inside
+ * the same bucket hold, before any scan could see it.  The bit is clear:
+ * nobody lends; a retraction's lend is stale and goes now, applied at
+ * the flush (as rdlock_slow's bucket join with the bit clear).
+ */
+static bool solo_join(proxylock_rwlock_t *rw, struct rd_hold *h)
+{
+	struct plk_bucket *b = plk_waitq_lock(rw);
+	uint32_t w = plk_rw_word(rw);
+	bool joined = false;
+
+	if (SOLO_UNWAITED(w)) {
+		rd_hold_publish(rw, h, 0);
+		joined = join_locked(rw, w, 1);
+		if (!joined && h->slot >= 0 && !h->recursive)
+			__atomic_store_n(&h->s->lock[h->slot], 0, __ATOMIC_RELAXED);
+		if (joined && h->retracted && !h->recursive) {
+			plk_donate_withdraw_tid((pid_t)plk_tid(), rw);
+			h->retracted = false;
+		}
+	}
+	plk_waitq_unlock(b);
+	if (joined)
+		plk_lend_flush();
+	return joined;
 }
 
 /*
@@ -665,22 +774,48 @@ static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t cloc
 }
 
 /*
+ * rw_yielding's read join of word @w unless it shows @bar: a count by
+ * its CAS, a solo word by converting it under the bucket (join_locked),
+ * our slot published first either way (RW5; *@published says so).
+ */
+static bool yield_rd_join(proxylock_rwlock_t *rw, uint32_t w, uint32_t bar, struct rd_hold *h,
+                          bool *published)
+{
+	struct plk_bucket *b;
+	bool joined;
+
+	if ((w & bar) || plk_rw_readers(w) == PLK_RW_READERS_MAX ||
+	    ((w & PLK_RW_WAITERS) && plk_rw_readers(w) == 0))
+		return false;  /* (never into a free lock with the bit: RW7) */
+	rd_hold_publish(rw, h, 0);
+	*published = true;
+	if (!(w & PLK_RW_SOLO))
+		return plk_rw_cas(rw, w, w + 1);
+	b = plk_waitq_lock(rw);
+	w = plk_rw_word(rw);
+	joined = (w & PLK_RW_SOLO) && !(w & bar) && join_locked(rw, w, 1);
+	plk_waitq_unlock(b);
+	return joined;
+}
+
+/*
  * Out of memory for a record: wait without queueing (no donation).  A
- * new reader joins only with PLK_RW_WAITERS clear; a recursive one (its
- * slot names @rw: it reads already) also with the bit set, as it would
- * join in the bucket (reader_may_join), unless the kind is
- * PREFER_WRITER_NONRECURSIVE (glibc's semantics): else a queued writer
- * waits for its first hold while it yields for ever.  Its increment
- * leaves the bit and the holder set alone (it is named and lent to
- * already); bucket holders re-read the count in word_update, and a
- * count it raises was above 0, so no grant decision changes.
+ * new reader joins only with PLK_RW_WAITERS clear; a recursive one (it
+ * reads already: its slot names @rw, or it holds @rw in none, RW9) also
+ * with the bit set, as it would join in the bucket (reader_may_join),
+ * unless the kind is PREFER_WRITER_NONRECURSIVE (glibc's semantics):
+ * else a queued writer waits for its first hold while it yields for
+ * ever.  Its increment leaves the bit and the holder set alone (it is
+ * named and lent to already); bucket holders re-read the count in
+ * word_update, and a count it raises was above 0, so no grant decision
+ * changes.
  */
 static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
                        const struct timespec *abstime, struct rd_hold *h)
 {
 	uint32_t self = plk_tid(), bar = PLK_RW_WRITER | PLK_RW_WAITERS;
 
-	if (!write && h->recursive &&
+	if (!write && (h->recursive || holds_unslotted(rw)) &&
 	    plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE)
 		bar = PLK_RW_WRITER;
 	for (;;) {
@@ -688,8 +823,7 @@ static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
 		bool published = false;
 
 		if (write ? w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self) :
-		    !(w & bar) && (w & PLK_RW_VALUE) != PLK_RW_READERS_MAX &&
-		    (rd_hold_publish(rw, h, 0), published = true, plk_rw_cas(rw, w, w + 1)))
+		    yield_rd_join(rw, w, bar, h, &published))
 			return 0;
 		if (published)
 			rd_hold_retract(h);  /* a scan may have named us meanwhile */
@@ -729,6 +863,13 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 	}
 	if (h.recursive && h.s->depth[h.slot] == UINT32_MAX)
 		return rd_fail_unlocked(rw, &h, EAGAIN);
+	/* A solo hold, nobody queued: no wait, so no deadline to check, no
+	 * contention, no syscall; join it at once (a changed word goes the
+	 * usual way, and the spin comes back here on another solo word). */
+	if (SOLO_UNWAITED(w) && solo_join(rw, &h)) {
+		rd_hold_done(&h);
+		return 0;
+	}
 	bool published = false;
 	/* The spin joins past PLK_RW_WAITERS, unless the kind is
 	 * PREFER_WRITER_NONRECURSIVE (only there may a queued writer hold a
@@ -747,9 +888,22 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		 * took CPU from the writer (threads outnumbering CPUs), and a
 		 * queued reader lends to it (where the lock lends); the
 		 * writer's release wakes the readers (docs/design.md, the
-		 * read-mostly cells).  The model's turn on such a word relaxes,
+		 * read-mostly cells).  A solo word is joined in the bucket
+		 * only (join_locked).  The model's turn on either word relaxes,
 		 * changing nothing: this is a subset of it. */
-		if (w & PLK_RW_WRITER)
+		if (SOLO_UNWAITED(w)) {
+			/* A kept publication is retracted first: solo_join
+			 * publishes afresh (a second store would erase a mark). */
+			if (published)
+				rd_hold_retract(&h);
+			published = false;
+			if (solo_join(rw, &h)) {
+				rd_hold_done(&h);
+				return 0;
+			}
+			continue;
+		}
+		if (w & (PLK_RW_WRITER | PLK_RW_SOLO))
 			break;
 		if (spin_may_join(w)) {
 			/* Published once: storing again would erase a scan's
@@ -814,12 +968,12 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 			return rd_fail(rw, &h, EINVAL);
 		}
 		if (reader_may_join(b, rw, w)) {
-			if ((w & PLK_RW_VALUE) == PLK_RW_READERS_MAX) {
+			if (plk_rw_readers(w) == PLK_RW_READERS_MAX) {
 				plk_waitq_unlock(b);
 				return rd_fail(rw, &h, EAGAIN);
 			}
 			rd_hold_publish(rw, &h, 0);
-			if (!plk_rw_cas(rw, w, w + 1)) {
+			if (!join_locked(rw, w, 1)) {
 				rd_hold_retract(&h);
 				plk_waitq_unlock(b);
 				continue;
@@ -975,62 +1129,137 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 
 /* --- unlock ----------------------------------------------------------- */
 
+/* What unlock_slow releases, and what its @seen is. */
+enum rel {
+	REL_COUNTED,    /* a counted read hold (in a slot, or untracked) */
+	REL_WRITER,     /* the write hold */
+	REL_SOLO,       /* our solo hold; @seen: its word, without the bit */
+	REL_CONVERTED,  /* our converted hold (RW9); @seen: __solo naming us */
+};
+
+/* The TID __solo names us by, if it does (outside the bucket: our TID
+ * may need the kernel's word, plk_owned_by_self), else 0; a hint. */
+static uint32_t converted_tid(const proxylock_rwlock_t *rw)
+{
+	uint32_t w = plk_rw_word(rw), solo = plk_rw_solo_field(rw);
+
+	return converted_by(w, solo, plk_tid()) ? solo & PLK_RW_COUNT : 0;
+}
+
 /*
- * Release a hold of @rw with PLK_RW_WAITERS set (or seen set): under the
- * bucket, the writer's word goes to free, a reader's count down; if that
- * freed the lock, grant it (or, nobody queued, clear PLK_RW_WAITERS:
- * RW2).  Then, with no lock held, withdraw what we were lent (RW6).
+ * Release a hold of @rw (@how, @seen: enum rel) through its bucket:
+ * PLK_RW_WAITERS set or seen set, a converted hold, or a slot that must
+ * withdraw.  Under the bucket a write or solo hold takes the word to
+ * free, a counted one the count down; if that freed the lock, grant it
+ * (or, nobody queued, clear PLK_RW_WAITERS: RW2).  Then, with no lock
+ * held, withdraw what we were lent (RW6).  Returns false, having changed
+ * nothing, for REL_CONVERTED if __solo under the bucket does not name us
+ * (what we saw was a join's store, taken back: converted_by).
  */
-static __attribute__((noinline)) void unlock_slow(proxylock_rwlock_t *rw, bool write)
+static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum rel how,
+                                                  uint32_t seen)
 {
 	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
+	/* A slot's hold while our converted one stays: the lend is that
+	 * holder's and stays (rd_fail).  Whether __solo names us is asked
+	 * under the bucket, by the TID found now. */
+	uint32_t mine = how == REL_COUNTED ? converted_tid(rw) : 0;
 	struct plk_bucket *b;
-	uint32_t w;
+	uint32_t w, left;
+	bool still;
 
-	plk_rw_lend_prepare(rw);
+	/* A converted hold with the bit clear: nothing lends now (a writer
+	 * that queues meanwhile made its own prepare, and the process's
+	 * probe), so the first such unlock in a process makes no syscall. */
+	if (how != REL_CONVERTED || (plk_rw_word(rw) & PLK_RW_WAITERS))
+		plk_rw_lend_prepare(rw);
 	b = plk_waitq_lock(rw);
-	if (write)
+	w = plk_rw_word(rw);
+	if (how == REL_CONVERTED &&
+	    (plk_rw_solo_field(rw) != seen || (w & (PLK_RW_WRITER | PLK_RW_SOLO)))) {
+		plk_waitq_unlock(b);
+		return false;
+	}
+	/* A solo word changes, the bit aside, only by a bucket join, which
+	 * converts it (RW7, RW9): our hold is the converted one now. */
+	if (how == REL_SOLO && (w & ~PLK_RW_WAITERS) != seen)
+		how = REL_CONVERTED;
+	if (how == REL_CONVERTED)  /* __solo stops naming us before the decrement (RW9) */
+		__atomic_and_fetch(&rw->__solo, PLK_RW_SHARED, __ATOMIC_RELAXED);
+	still = mine && (plk_rw_solo_field(rw) & PLK_RW_COUNT) == mine;
+	if (how == REL_WRITER || how == REL_SOLO) {
 		word_update(rw, w, w & PLK_RW_WAITERS);
-	else
+		left = w & PLK_RW_WAITERS;
+	} else {
 		word_update(rw, w, w - 1);
-	if ((plk_rw_word(rw) & ~PLK_RW_WAITERS) == 0 && !plk_waitq_first(b, plk_rw_key(rw))) {
+		left = w - 1;
+	}
+	/* From what our CAS wrote: with the bit clear nobody is queued (RW1;
+	 * only a bucket holder sets it), nothing is to grant or clear, and
+	 * from that CAS on the other holders may leave by the fast paths and
+	 * the last destroy and free @rw: no read of it any more. */
+	if (!(left & PLK_RW_WAITERS)) {
+		plk_waitq_unlock(b);
+	} else if (left == PLK_RW_WAITERS && !plk_waitq_first(b, plk_rw_key(rw))) {
 		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
 		withdraw_publishers(rw);
-		/* From the clear on, @rw may be taken, released, destroyed
-		 * and freed by the fast paths: nothing to grant, no read. */
+		/* From the clear on, as above: nothing to grant, no read. */
 		plk_waitq_unlock(b);
 		plk_lend_flush();
 	} else {
 		grant_and_unlock(b, rw, now_ns);
 	}
-	rd_not_reader(rw);  /* not a holder any more, of either kind */
+	if (!still)
+		rd_not_reader(rw);  /* not a holder any more, of any kind */
+	return true;
 }
 
 void plk_rw_unlock_cleared(proxylock_rwlock_t *rw)
 {
-	unlock_slow(rw, false);
+	unlock_slow(rw, REL_COUNTED, 0);
 }
 
 /* Unlock after plk_rw_rdunlock_fast found no read hold of ours with a
- * slot: a write hold, an untracked read hold, or none (EPERM). */
+ * slot: a write hold, a solo or converted one, an untracked read hold,
+ * or none (EPERM). */
 static __attribute__((noinline)) int unlock_other(proxylock_rwlock_t *rw)
 {
-	uint32_t self = plk_tid(), w = plk_rw_word(rw);
+	uint32_t self = plk_tid(), w, solo;
 
+again:
+	w = plk_rw_word(rw);
 	if (rw_unusable(rw, w))
 		return EINVAL;
 	if (write_held_by(w, self)) {
 		if (!plk_rw_wrunlock_fast(rw))
-			unlock_slow(rw, true);
+			unlock_slow(rw, REL_WRITER, 0);
 		return 0;
 	}
+	if (solo_held_by(w, self)) {
+		/* Our solo hold, which the fast path did not drop: the bit set
+		 * (a scan named us from the word), or our TID changed in a
+		 * fork child.  The bit may come, or a bucket join convert the
+		 * hold, under our CAS: look again then. */
+		if (w & PLK_RW_WAITERS) {
+			unlock_slow(rw, REL_SOLO, w & ~PLK_RW_WAITERS);
+			return 0;
+		}
+		if (plk_rw_cas(rw, w, 0))
+			return 0;
+		goto again;
+	}
+	/* Our converted hold (RW9), made sure of under the bucket. */
+	solo = plk_rw_solo_field(rw);
+	if (converted_by(w, solo, self) && unlock_slow(rw, REL_CONVERTED, solo))
+		return 0;
 	/* No slot: an untracked read hold (the overflow rule), or none. */
-	if (plk_tls_rd_untracked == 0 || (w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) == 0)
+	if (plk_tls_rd_untracked == 0 || (w & (PLK_RW_WRITER | PLK_RW_SOLO)) ||
+	    (w & PLK_RW_COUNT) == 0)
 		return EPERM;
 	plk_tls_rd_untracked--;
 	do {
 		if (w & PLK_RW_WAITERS) {
-			unlock_slow(rw, false);
+			unlock_slow(rw, REL_COUNTED, 0);
 			return 0;
 		}
 	} while (!plk_rw_cas(rw, w, w - 1) && ((w = plk_rw_word(rw)), 1));
@@ -1072,7 +1301,7 @@ static inline __attribute__((always_inline)) int release(proxylock_rwlock_t *rw)
 	case PLK_RD_DONE:
 		return 0;
 	case PLK_RD_CLEARED:
-		unlock_slow(rw, false);
+		unlock_slow(rw, REL_COUNTED, 0);
 		return 0;
 	}
 	return unlock_other(rw);
@@ -1117,12 +1346,17 @@ static __attribute__((noinline)) int take_noted(proxylock_rwlock_t *rw, bool wri
 static __attribute__((noinline)) int release_noted(proxylock_rwlock_t *rw)
 {
 	struct plk_rdset *s = plk_tls_rdset;
-	uint32_t w = plk_rw_word(rw);
-	bool write = write_held_by(w, plk_tid());
+	uint32_t w = plk_rw_word(rw), self = plk_tid();
+	bool write = write_held_by(w, self);
+	bool counted = !(w & (PLK_RW_WRITER | PLK_RW_SOLO)) && (w & PLK_RW_COUNT) != 0;
+	bool read = !rw_unusable(rw, w) &&
+	            (solo_held_by(w, self) ||
+	             (counted && ((s && plk_rdset_find(s, (uintptr_t)rw) >= 0) ||
+	                          converted_by(w, plk_rw_solo_field(rw), self) ||
+	                          plk_tls_rd_untracked > 0)));
 	int err;
 
-	if (!write && (rw_unusable(rw, w) || (w & PLK_RW_WRITER) || (w & PLK_RW_VALUE) == 0 ||
-	               ((!s || plk_rdset_find(s, (uintptr_t)rw) < 0) && plk_tls_rd_untracked == 0)))
+	if (!write && !read)
 		return release(rw);
 	plk_tsan_rw_pre_unlock(rw, !write);
 	plk_vg(plk_vg_rw_unlock_pre(rw, write));

@@ -8,6 +8,7 @@
 #include "donate.h"
 #include "observe.h"
 #include "rdset.h"
+#include "rwlockword.h"
 #include "registry.h"
 
 #include <sys/wait.h>
@@ -231,6 +232,9 @@ START_TEST(a_fork_child_finds_no_parent_thread_among_records_or_readers)
 	int status;
 
 	ck_assert(plk_fork_hooks_installed);
+	/* Counted read holds, in read sets: the locks say they were shared
+	 * (rwlockword.h, __solo), so no hold is a solo one. */
+	fk_held.__solo = fk_other.__solo = fk_mine.__solo = PLK_RW_SHARED;
 	/* Read sets in table order: ours, r[0]'s, gone's (given back before
 	 * the fork), r[1]'s. */
 	ck_assert_int_eq(proxylock_rwlock_rdlock(&fk_mine), 0);

@@ -51,6 +51,15 @@ static int trywr_elsewhere(proxylock_rwlock_t *rw)
 
 /* --- POSIX behaviour ------------------------------------------------- */
 
+/* The writer @w, waiting on @rw, enters once the readers have left,
+ * and its unlock leaves @rw free. */
+static void writer_enters_and_leaves(struct actor *w, proxylock_rwlock_t *rw)
+{
+	ck_assert_int_eq(actor_wait(w), 0);
+	actor_do(w, ACT_RWUNLOCK, rw, 0);
+	ck_assert_uint_eq(rw->__word, 0);
+}
+
 START_TEST(readers_share_and_a_writer_excludes_everyone)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
@@ -253,12 +262,20 @@ START_TEST(unlock_by_a_thread_that_holds_nothing_is_eperm_and_changes_nothing)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct actor a;
+	uint32_t held;
 
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* free */
 	actor_start(&a, 0, -1);
 	actor_do(&a, ACT_RDLOCK, &rw, 0);
-	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's read hold */
-	ck_assert_uint_eq(rw.__word, 1);
+	held = rw.__word;
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's (solo) read hold */
+	ck_assert_uint_eq(rw.__word, held);
+	/* The same with the hold counted: a second hold of ours joins it. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	held = rw.__word;
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), EPERM);  /* another's (converted) read hold */
+	ck_assert_uint_eq(rw.__word, held);
 	actor_do(&a, ACT_RWUNLOCK, &rw, 0);
 	actor_do(&a, ACT_RWUNLOCK, &rw, EPERM);                      /* once too often */
 	actor_do(&a, ACT_WRLOCK, &rw, 0);
@@ -274,17 +291,17 @@ START_TEST(read_holds_overflowing_the_count_are_eagain)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 
-	/* 2^30 - 1 read holds from elsewhere, set by hand: the count is the
-	 * word's low 30 bits (docs/design.md). */
-	rw.__word = 0x3fffffff;
+	/* 2^29 - 1 read holds from elsewhere, set by hand: the count is the
+	 * word's low 29 bits (docs/design.md). */
+	rw.__word = 0x1fffffff;
 	ck_assert_int_eq(proxylock_rwlock_tryrdlock(&rw), EAGAIN);
 	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), EAGAIN);
-	ck_assert_uint_eq(rw.__word, 0x3fffffff);
-	rw.__word = 0x3ffffffe;
+	ck_assert_uint_eq(rw.__word, 0x1fffffff);
+	rw.__word = 0x1ffffffe;
 	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
-	ck_assert_uint_eq(rw.__word, 0x3fffffff);
+	ck_assert_uint_eq(rw.__word, 0x1fffffff);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
-	ck_assert_uint_eq(rw.__word, 0x3ffffffe);
+	ck_assert_uint_eq(rw.__word, 0x1ffffffe);
 }
 END_TEST
 
@@ -346,9 +363,7 @@ static void preference_scenario(int kind, int want_new_reader)
 		actor_do(&n, ACT_RWUNLOCK, &rw, 0);
 	}
 	actor_do(&r, ACT_RWUNLOCK, &rw, 0);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
-	ck_assert_uint_eq(rw.__word, 0);
+	writer_enters_and_leaves(&w, &rw);
 	actor_quit(&r);
 	actor_quit(&w);
 	actor_quit(&n);
@@ -446,15 +461,21 @@ START_TEST(a_waiting_writer_lends_to_all_8_readers_each_restored_at_its_own_unlo
 }
 END_TEST
 
+/* Two readers at nice 19 on CPU 1 and a writer at nice 0 on CPU 0. */
+static void start_readers_and_writer(struct actor *r1, struct actor *r2, struct actor *w)
+{
+	require_two_cpus_and_nice();
+	actor_start(r1, 19, 1);
+	actor_start(r2, 19, 1);
+	actor_start(w, 0, 0);
+}
+
 START_TEST(a_reader_joining_past_a_waiting_writer_is_lent_to_as_well)
 {
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct actor r1, r2, w;
 
-	require_two_cpus_and_nice();
-	actor_start(&r1, 19, 1);
-	actor_start(&r2, 19, 1);
-	actor_start(&w, 0, 0);
+	start_readers_and_writer(&r1, &r2, &w);
 	actor_do(&r1, ACT_RDLOCK, &rw, 0);
 	actor_block_on(&w, ACT_WRLOCK, &rw);
 	actor_do(&r2, ACT_RDLOCK, &rw, 0);          /* prefer reader: joins */
@@ -464,10 +485,73 @@ START_TEST(a_reader_joining_past_a_waiting_writer_is_lent_to_as_well)
 	ck_assert(kview_equal(&r2.after, &r2.base));
 	actor_do(&r1, ACT_RWUNLOCK, &rw, 0);
 	ck_assert(kview_equal(&r1.after, &r1.base));
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
+	writer_enters_and_leaves(&w, &rw);
 	actor_quit(&r1);
 	actor_quit(&r2);
+	actor_quit(&w);
+}
+END_TEST
+
+/* A lone reader holds L solo (the word names it); a second reader's join
+ * converts that hold (__solo names its reader, rwlockword.h).  A writer
+ * queued after must lend to both, and each is restored at its own
+ * unlock, the converted one first (@converted_first) or last. */
+static void joined_solo_hold_scenario(bool converted_first)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct actor r1, r2, w;
+
+	start_readers_and_writer(&r1, &r2, &w);
+	actor_do(&r1, ACT_RDLOCK, &rw, 0);          /* solo */
+	actor_do(&r2, ACT_RDLOCK, &rw, 0);          /* joins: r1's hold converted */
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	ck_assert_msg(eventually(lent_to(r1.tid), 2000), "the converted reader not lent to");
+	ck_assert_msg(eventually(lent_to(r2.tid), 2000), "the joining reader not lent to");
+	struct actor *first = converted_first ? &r1 : &r2, *last = converted_first ? &r2 : &r1;
+
+	actor_do(first, ACT_RWUNLOCK, &rw, 0);
+	ck_assert(kview_equal(&first->after, &first->base));
+	ck_assert_msg(lent_to(last->tid), "the reader still holding lost its lend");
+	actor_do(last, ACT_RWUNLOCK, &rw, 0);
+	ck_assert(kview_equal(&last->after, &last->base));
+	writer_enters_and_leaves(&w, &rw);
+	actor_quit(&r1);
+	actor_quit(&r2);
+	actor_quit(&w);
+}
+
+START_TEST(a_joined_lone_reader_is_lent_to_and_restored_at_its_unlock_before_the_other)
+{
+	joined_solo_hold_scenario(true);
+}
+END_TEST
+
+START_TEST(a_joined_lone_reader_is_lent_to_and_restored_at_its_unlock_after_the_other)
+{
+	joined_solo_hold_scenario(false);
+}
+END_TEST
+
+/* A lone reader that read-locks L again (its second hold joins its own
+ * solo one) keeps the writer's lend until its last unlock. */
+START_TEST(a_lone_reader_relocking_keeps_the_lend_until_its_last_unlock)
+{
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	struct actor r, w;
+
+	require_two_cpus_and_nice();
+	actor_start(&r, 19, 1);
+	actor_start(&w, 0, 0);
+	actor_do(&r, ACT_RDLOCK, &rw, 0);           /* solo */
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	ck_assert_msg(eventually(lent_to(r.tid), 2000), "the lone reader not lent to");
+	actor_do(&r, ACT_RDLOCK, &rw, 0);           /* prefer reader: joins its own hold */
+	actor_do(&r, ACT_RWUNLOCK, &rw, 0);
+	ck_assert_msg(lent_to(r.tid), "the reader lost its lend while it still holds");
+	actor_do(&r, ACT_RWUNLOCK, &rw, 0);
+	ck_assert(kview_equal(&r.after, &r.base));
+	writer_enters_and_leaves(&w, &rw);
+	actor_quit(&r);
 	actor_quit(&w);
 }
 END_TEST
@@ -491,10 +575,7 @@ START_TEST(a_reader_that_exits_holding_the_lock_leaves_the_others_exact)
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct actor r1, r2, w, n;
 
-	require_two_cpus_and_nice();
-	actor_start(&r1, 19, 1);
-	actor_start(&r2, 19, 1);
-	actor_start(&w, 0, 0);
+	start_readers_and_writer(&r1, &r2, &w);
 	actor_do(&r1, ACT_RDLOCK, &rw, 0);
 	actor_do(&r2, ACT_RDLOCK, &rw, 0);
 	w.timeout_ns = 400000000;
@@ -528,23 +609,32 @@ END_TEST
 
 START_TEST(uncontended_read_and_write_paths_make_no_syscall)
 {
-	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
+	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER, lone = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct proxylock_stats a, b;
 
-	/* Warm up: the first read lock claims this thread's read set. */
+	/* Warm up: a second read hold joins the first (a solo one) and
+	 * claims this thread's read set; from then on @rw's reads are
+	 * counted.  @lone is read one hold at a time: solo holds. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
 	ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	proxylock_stats_get(&a);
-	/* Every slow path counts itself (contended); the syscall count is
-	 * strace's job (docs/design.md gives the command). */
+	/* Every slow path that may wait counts itself (contended); the
+	 * syscall count is strace's job (docs/design.md gives the command). */
 	for (int i = 0; i < 100000; i++) {
+		ck_assert_int_eq(proxylock_rwlock_rdlock(&lone), 0);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&lone), 0);
 		ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
 		ck_assert_int_eq(proxylock_rwlock_rdlock(&rw), 0);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 		ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+		ck_assert_int_eq(proxylock_rwlock_wrlock(&lone), 0);
+		ck_assert_int_eq(proxylock_rwlock_unlock(&lone), 0);
 	}
+	ck_assert_uint_eq(lone.__solo, 0);  /* never joined: solo throughout */
 	proxylock_stats_get(&b);
 	ck_assert_uint_eq(b.contended, a.contended);
 	ck_assert_uint_eq(b.sleeps, a.sleeps);
@@ -685,6 +775,9 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, a_waiting_writer_lends_to_both_readers_each_restored_at_its_own_unlock);
 	tcase_add_test(tc, a_waiting_writer_lends_to_all_8_readers_each_restored_at_its_own_unlock);
 	tcase_add_test(tc, a_reader_joining_past_a_waiting_writer_is_lent_to_as_well);
+	tcase_add_test(tc, a_joined_lone_reader_is_lent_to_and_restored_at_its_unlock_before_the_other);
+	tcase_add_test(tc, a_joined_lone_reader_is_lent_to_and_restored_at_its_unlock_after_the_other);
+	tcase_add_test(tc, a_lone_reader_relocking_keeps_the_lend_until_its_last_unlock);
 	tcase_add_test(tc, readers_waiting_on_a_writer_lend_to_it_until_its_unlock);
 	tcase_add_test(tc, a_writer_that_times_out_withdraws_from_every_reader);
 	tcase_add_test(tc, a_reader_that_exits_holding_the_lock_leaves_the_others_exact);

@@ -9,9 +9,11 @@
 #include <semaphore.h>
 #include <sys/mman.h>
 
+#include "actor.h"
 #include "helpers.h"
 #include "registry.h"
 #include "rwlockword.h"
+#include "waitq.h"
 
 static proxylock_rwlock_t L = PROXYLOCK_RWLOCK_INITIALIZER;
 static sem_t x_go, x_in, r_step, r_done, w_done;  /* r_step also lets R exit */
@@ -73,6 +75,12 @@ static void retraction_scenario(int *after)
 	pthread_t x, r, w;
 
 	require_nice_lending();
+	/* The race is the counted fast path's: make L a shared lock first
+	 * (a second hold joins a solo one), whose reads are all counted. */
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&L), 0);
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&L), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&L), 0);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&L), 0);
 	sem_init(&x_go, 0, 0);
 	sem_init(&x_in, 0, 0);
 	sem_init(&r_step, 0, 0);
@@ -207,6 +215,104 @@ START_TEST(an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more)
 }
 END_TEST
 
+/* --- solo holds and the bucket (RW9) ------------------------------- */
+
+/* Someone sleeps on bucket @b's lock, which the caller holds. */
+static bool bucket_has_sleeper(struct plk_bucket *b)
+{
+	return __atomic_load_n(&b->lock.word, __ATOMIC_RELAXED) == 2;
+}
+
+/* A rwlock that lends nothing: no queued writer's rescan takes its bucket. */
+static void init_unlent(proxylock_rwlock_t *rw)
+{
+	proxylock_rwlockattr_t at;
+
+	proxylock_rwlockattr_init(&at);
+	ck_assert_int_eq(proxylock_rwlockattr_setdonate(&at, 0), 0);
+	ck_assert_int_eq(proxylock_rwlock_init(rw, &at), 0);
+}
+
+/* Exclusion, RW9: T reads L solo, a writer queues, and T's unlock,
+ * having seen its solo word with WAITERS, waits for the bucket, which we
+ * hold; meanwhile a join converts T's hold as join_locked does (by hand:
+ * our slot, then __solo, then the count).  T's release must take its own
+ * hold only: we still read and the writer still waits.  Failed before
+ * the fix (found in review): T freed the word and the writer was handed
+ * L while we read. */
+START_TEST(a_solo_hold_converted_while_its_reader_unlocks_releases_only_itself)
+{
+	proxylock_rwlock_t rw;
+	struct actor t, w;
+	struct plk_bucket *b;
+	struct plk_rdset *s;
+	uint32_t solo, word;
+	int i;
+
+	init_unlent(&rw);
+	actor_start(&t, 0, -1);
+	actor_start(&w, 0, -1);
+	actor_do(&t, ACT_RDLOCK, &rw, 0);
+	solo = PLK_RW_SOLO | (uint32_t)t.tid;
+	ck_assert_uint_eq(plk_rw_word(&rw), solo);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	ck_assert_uint_eq(plk_rw_word(&rw), PLK_RW_WAITERS | solo);
+	s = plk_rdset_self();
+	ck_assert_ptr_nonnull(s);
+	i = plk_rdset_free_slot(s);
+	ck_assert_int_ge(i, 0);
+	b = plk_waitq_lock(&rw);
+	actor_post(&t, ACT_RWUNLOCK, &rw);
+	ck_assert_msg(eventually(bucket_has_sleeper(b), bound_ms(2000)),
+	              "the solo reader's unlock never reached the bucket");
+	__atomic_store_n(&s->lock[i], (uintptr_t)&rw, __ATOMIC_RELAXED);
+	s->depth[i] = 1;
+	__atomic_store_n(&rw.__solo, PLK_RW_SHARED | (uint32_t)t.tid, __ATOMIC_RELAXED);
+	ck_assert(plk_rw_cas(&rw, PLK_RW_WAITERS | solo, PLK_RW_WAITERS | 2));
+	plk_waitq_unlock(b);
+	ck_assert_int_eq(actor_wait(&t), 0);
+	word = plk_rw_word(&rw);
+	ck_assert_msg(word == (PLK_RW_WAITERS | 1), "the unlock left word %#x, not our read hold", word);
+	ck_assert_uint_eq(rw.__solo, PLK_RW_SHARED);
+	ck_assert(!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE));
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);  /* our hold: the writer's turn */
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
+	ck_assert_uint_eq(plk_rw_word(&rw), 0);
+	actor_quit(&t);
+	actor_quit(&w);
+}
+END_TEST
+
+/* RW9: __solo is believed under the bucket only.  T read L solo and
+ * left; a join that had seen T's solo word stored __solo before its CAS,
+ * which fails, and takes the store back within its bucket hold (by hand:
+ * we hold the bucket).  T's unlock now (it holds nothing) must be EPERM
+ * and change nothing.  Failed before the fix (found in review): T took
+ * the converted path and decremented the free word to 0xffffffff. */
+START_TEST(an_unlock_seeing_a_failed_joins_store_is_eperm_and_changes_nothing)
+{
+	proxylock_rwlock_t rw;
+	struct plk_bucket *b;
+	struct actor t;
+
+	init_unlent(&rw);
+	actor_start(&t, 0, -1);
+	actor_do(&t, ACT_RDLOCK, &rw, 0);
+	actor_do(&t, ACT_RWUNLOCK, &rw, 0);
+	b = plk_waitq_lock(&rw);
+	__atomic_store_n(&rw.__solo, PLK_RW_SHARED | (uint32_t)t.tid, __ATOMIC_RELAXED);
+	actor_post(&t, ACT_RWUNLOCK, &rw);
+	ck_assert_msg(eventually(bucket_has_sleeper(b) || __atomic_load_n(&t.done, __ATOMIC_ACQUIRE),
+	                         bound_ms(2000)), "the unlock neither answered nor reached the bucket");
+	__atomic_store_n(&rw.__solo, 0, __ATOMIC_RELAXED);  /* the join's CAS failed: taken back */
+	plk_waitq_unlock(b);
+	ck_assert_int_eq(actor_wait(&t), EPERM);
+	ck_assert_uint_eq(plk_rw_word(&rw), 0);
+	actor_quit(&t);
+}
+END_TEST
+
 static Suite *rwrace_suite(void)
 {
 	Suite *s = suite_create("rwrace");
@@ -216,6 +322,8 @@ static Suite *rwrace_suite(void)
 	tcase_add_test(tc, a_second_fast_path_after_a_retraction_leaves_no_lend_after_the_unlock);
 	tcase_add_test(tc, a_retracted_reader_joining_with_waiters_clear_reads_without_the_stale_lend);
 	tcase_add_test(tc, an_unlock_that_frees_the_rwlock_with_nobody_queued_reads_it_no_more);
+	tcase_add_test(tc, a_solo_hold_converted_while_its_reader_unlocks_releases_only_itself);
+	tcase_add_test(tc, an_unlock_seeing_a_failed_joins_store_is_eperm_and_changes_nothing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,10 +10,24 @@
  * have the choice, readers with -DRW_TIMED_READERS.  Abstracted: the
  * queue's order (FIFO: every thread ranks the same), the caps
  * (READERS_MAX, the 32-reader scan, DEFER_MAX, the spin's 100 turns:
- * two here), thread exit, the overflow rule, the apply step.
+ * two here), thread exit, the overflow rule, the apply step, the
+ * window between a conversion's store of __solo and its CAS (one step
+ * under the bucket here).
  *
- * The word is three variables changed together (one CAS): cnt (read
- * holds), wr (the writer's id, 0 none), wt (PLK_RW_WAITERS).  slot[t]
+ * The word is four variables changed together (one CAS): cnt (read
+ * holds, counted or the solo one), wr (the writer's id, 0 none), solo
+ * (PLK_RW_SOLO: the id of the thread whose one hold the word names, in
+ * no slot; 0 none; cnt is 1 while it is set), wt (PLK_RW_WAITERS).
+ * __solo is two more: stid (its TID: the converted reader, whose solo
+ * hold a conversion turned into a counted one, still in no slot; 0
+ * none) and sh (PLK_RW_SHARED: no new solo holds; init's free choice:
+ * set, the model is the protocol before solo holds).  A reader's fast
+ * path takes a free word solo while sh is clear, else it is the counted
+ * one, which refuses a solo word, as the spin does; a reader joining a
+ * solo word in the bucket, or a grant to readers into one, converts it
+ * (stid = solo, sh set: RW9).  lend_update names the solo holder from
+ * the word and the converted reader from __solo (no mark: both unlock
+ * through the bucket once WAITERS is set).  slot[t]
  * is thread t's read-set slot for the rwlock: 0 clear, 1 names it, 2
  * pending (a queued reader's reservation), 3 names it and carries a
  * scan's PLK_RD_NAMED mark (lend_update marks by CAS, with someone
@@ -26,9 +40,9 @@
  * may instead be woken to compete (grant(): a free choice standing for
  * the handoff bound; nwoken counts those on their way back, RW8).  lent[t] is the donation
  * engine's entry keyed by the rwlock on t (ghost: set and cleared where
- * the code's plk_donate_set and withdraw run).  rd[t] (t's read holds,
- * its slot's depth) and writing (the writer between its lock's return
- * and its unlock) are ghosts.
+ * the code's plk_donate_set and withdraw run).  rd[t] (t's read holds:
+ * its slot's depth, plus its solo or converted hold) and writing (the
+ * writer between its lock's return and its unlock) are ghosts.
  *
  *   -DPREFER_W          PREFER_WRITER_NONRECURSIVE.  Else PREFER_READER,
  *                       which is also PREFER_WRITER: the code tests only
@@ -44,17 +58,28 @@
  *   -DRW_DBLFAST        each read lock is the interposer's: two fast
  *                       paths (preload.c's, then take()'s) before the slow
  *                       path
- *   -DRW_RECURSIVE      the first reader takes a second, recursive read
- *                       hold inside each of its holds
- *   -DRW_NORECORD       with -DRW_RECURSIVE: the recursive read has no
+ *   -DRW_RECURSIVE      the first reader takes a second read hold inside
+ *                       each of its holds: recursive in its slot, or,
+ *                       inside a solo or converted hold, a new slot hold
+ *                       (the code finds no slot for L), released first
+ *   -DRW_NORECORD       with -DRW_RECURSIVE: the second read has no
  *                       thread record (rw_yielding: it never queues, it
- *                       yields until its CAS may go); not with
- *                       -DPREFER_W, where it yields for ever behind a
- *                       queued writer as glibc's NONRECURSIVE deadlocks
+ *                       yields until its CAS may go; a solo or converted
+ *                       hold counts as recursive there, and a solo word
+ *                       is joined by conversion); not with -DPREFER_W,
+ *                       where it yields for ever behind a queued writer
+ *                       as glibc's NONRECURSIVE deadlocks
  *   -DRW_ALLOW_NR_DEADLOCK  with -DPREFER_W -DRW_RECURSIVE: the end state
  *                       glibc's NONRECURSIVE kind also deadlocks in (a
  *                       recursive read queued behind a writer that waits
  *                       for its first hold) is reported, not an error
+ *   -DRW_STALE_SHARED   the fast path reads SHARED apart from the word:
+ *                       stale (clear after a conversion set it) or a
+ *                       conversion's store its failed CAS takes back:
+ *                       a free word may go solo after a conversion, or
+ *                       counted with sh clear
+ *   -DNO_RW9            leave out the RW9 assertions (so a broken variant
+ *                       runs on to what its breach leads to)
  * Broken variants, each must fail:
  *   -DBROKEN_RW_PUBLISH a reader publishes its slot after its count
  *                       increment: a writer misses it (violated: RW5)
@@ -141,6 +166,31 @@
  *                       leaves it so (no grant_slot): scans miss the
  *                       holder and its unlock finds no slot (violated:
  *                       EPERM)
+ *   -DBROKEN_RW_SOLO_CONVERT a conversion does not write __solo (stid
+ *                       stays 0): nothing names the converted reader, and
+ *                       a writer queued later misses it (violated: RW5;
+ *                       its unlock, which finds no hold and would fail
+ *                       EPERM first, is let through)
+ *   -DBROKEN_RW_SOLO_FAST the solo holder's fast unlock ignores WAITERS:
+ *                       lent to by a queued writer, it leaves without the
+ *                       bucket (violated: RW6)
+ *   -DBROKEN_RW_SOLO_CLEAR the converted reader decrements by CAS while
+ *                       WAITERS is clear, and clears __solo's TID after:
+ *                       a writer that queues in between names it after
+ *                       it left (with -DNO_RW9, violated: RW6; else first
+ *                       RW9: __solo names a reader of a word not
+ *                       read-held, a writer's)
+ *   -DBROKEN_RW_SOLO_STALE the solo holder that saw WAITERS is released
+ *                       under the bucket without reading the word again,
+ *                       as a writer's hold: a bucket join converted it
+ *                       meanwhile, and the release clears the joiner's
+ *                       count too (violated: RW9; with -DNO_RW9,
+ *                       exclusion)
+ *   -DBROKEN_RW_SOLO_WITHDRAW with -DRW_RECURSIVE: the unlock of the
+ *                       slot hold inside a converted hold, through the
+ *                       bucket, withdraws (rd_not_reader) while the
+ *                       converted hold stays: a queued writer no longer
+ *                       lends to it (violated: RW5)
  */
 
 #ifndef RW_WRITERS
@@ -175,6 +225,9 @@
 
 byte cnt, wr;			/* the word: read holds, writer id */
 bool wt;			/* PLK_RW_WAITERS */
+byte solo;			/* PLK_RW_SOLO: the solo holder's id, 0 none (then cnt == 1) */
+byte stid;			/* __solo's TID: the converted reader, 0 none */
+bool sh;			/* __solo's PLK_RW_SHARED */
 byte bl;			/* the bucket lock's holder */
 byte q[N]; byte ql;		/* the queue, in order (FIFO: see enq) */
 byte nqw, nqr;			/* writers, readers queued (derived from q) */
@@ -197,16 +250,17 @@ byte sc, fw, gk, gt, c0, g, tk;
 #ifdef PREFER_W
 #define MAYJOIN	(wr == 0 && !QW)
 #define YJOIN	(wr == 0 && !wt)	/* rw_yielding, a recursive read */
-#define SPINJOIN (wr == 0 && !wt)	/* rdlock_slow's spin: spin_may_join, no passing */
+#define SPINJOIN (wr == 0 && solo == 0 && !wt)	/* rdlock_slow's spin: spin_may_join, no passing */
 #else
 #define MAYJOIN	(wr == 0)
 #define YJOIN	(wr == 0)
 /* The spin joins past WAITERS into a held lock, never into a free one
- * (RW7; -DBROKEN_RW_JOIN0: also into a free one) */
+ * (RW7; -DBROKEN_RW_JOIN0: also into a free one), nor into a solo word
+ * (the code leaves the spin on it, for the bucket) */
 #ifndef BROKEN_RW_JOIN0
-#define SPINJOIN (wr == 0 && (!wt || cnt > 0))
+#define SPINJOIN (wr == 0 && solo == 0 && (!wt || cnt > 0))
 #else
-#define SPINJOIN (wr == 0)
+#define SPINJOIN (wr == 0 && solo == 0)
 #endif
 #endif
 /* RW7: with WAITERS set no fast path moves the count from (or to) 0:
@@ -246,6 +300,18 @@ byte sc, fw, gk, gt, c0, g, tk;
 #define ANYLENT	(lent[1] || lent[2] || lent[3])
 #endif
 
+/* RW9, the word's side: a solo word is one hold, no other reader,
+ * nobody in __solo; __solo names a reader of a read-held counted word
+ * (that it is the converted reader's: RW5, RW6).  -DNO_RW9 leaves it
+ * out, so that a broken variant runs on to what its breach leads to. */
+#ifndef NO_RW9
+#define RW9CHECK \
+	CHECK(solo == 0 || (cnt == 1 && wr == 0 && stid == 0), "violated: RW9: a solo word with other holds\n"); \
+	CHECK(stid == 0 || (cnt > 0 && wr == 0 && solo == 0), "violated: RW9: __solo names a reader of a word not read-held\n")
+#else
+#define RW9CHECK skip
+#endif
+
 inline bucket_lock() { atomic { bl == 0 -> bl = me } }
 inline bucket_unlock() {
 	d_step {
@@ -258,6 +324,7 @@ inline bucket_unlock() {
 		 * (the fast paths never free L while it is set: a recursive
 		 * unlock leaves a hold). */
 		CHECK(again || nwoken > 0 || !(wt && cnt == 0 && wr == 0), "violated: RW2: L free with WAITERS set\n");
+		RW9CHECK;
 		bl = 0
 	}
 }
@@ -292,14 +359,18 @@ inline queued(t) {
 	gk = 0
 }
 
-/* plk_rw_lend_update: the queue lends to every holder: the writer, or
- * each thread whose slot names the rwlock (a scan of the read sets);
- * an empty queue lends nothing (the entries go). */
+/* plk_rw_lend_update: the queue lends to every holder: the writer, the
+ * solo holder (both named by the word), or each thread whose slot names
+ * the rwlock (a scan of the read sets) and the converted reader __solo
+ * names (no mark: it always unlocks through the bucket); an empty queue
+ * lends nothing (the entries go). */
 inline lend_update() {
 	if
 	:: !wt -> skip
 	:: wt && wr != 0 -> lent[wr] = (ql > 0)
-	:: wt && wr == 0 ->
+	:: wt && wr == 0 && solo != 0 -> lent[solo] = (ql > 0)
+	:: wt && wr == 0 && solo == 0 ->
+		if :: stid != 0 -> lent[stid] = (ql > 0) :: else -> skip fi;
 		sc = 1;
 		do
 		:: sc <= N ->
@@ -314,6 +385,20 @@ inline lend_update() {
 		od;
 		sc = 0
 	fi
+}
+
+/* A conversion (under the bucket: the callers' d_steps): the solo hold
+ * becomes a counted one (cnt stays 1, the joiners add theirs), named by
+ * __solo; SHARED is set for good.  The code stores __solo, then CASes
+ * the word; here the word's read and the CAS are one step, as the bucket
+ * join's are (the code's CAS fails only while WAITERS is clear, as the
+ * solo holder leaves by its fast CAS: it restores __solo and reads the
+ * word again).  -DBROKEN_RW_SOLO_CONVERT: __solo not written. */
+inline convert() {
+#ifndef BROKEN_RW_SOLO_CONVERT
+	stid = solo;
+#endif
+	solo = 0; sh = 1
 }
 
 /* withdraw_publishers: wt was just cleared: no lend through the lock may
@@ -378,8 +463,11 @@ inline grant() {
 				if :: g == RW_BATCH -> again = 1; break :: else -> skip fi;
 #endif
 				/* the slot a queued reader reserved; a recursive
-				 * one has no grant_slot (its slot names L) */
-				gt = q[gk]; deq(gt); if :: rd[gt] == 0 -> slot[gt] = 1 :: else -> skip fi; g++; tk = tk | (1 << gt)
+				 * one has no grant_slot (its slot names L); a
+				 * solo or converted holder's read reserved one */
+				gt = q[gk]; deq(gt);
+				if :: rd[gt] == 0 || solo == gt || stid == gt -> slot[gt] = 1 :: else -> skip fi;
+				g++; tk = tk | (1 << gt)
 			:: gk < ql && ISW(q[gk]) -> gk++
 			:: gk >= ql -> break
 			od;
@@ -389,7 +477,9 @@ inline grant() {
 			stop = again;	/* returning before the word and HANDED: the batch sleeps on */
 #endif
 			if :: stop -> skip :: else ->
-			/* count and HANDED after the loop, as the code does */
+			/* count and HANDED after the loop, as the code does;
+			 * into a solo word by conversion */
+			if :: solo != 0 && g > 0 -> convert() :: else -> skip fi;
 			cnt = cnt + g;
 			sc = 1;
 			do
@@ -509,21 +599,22 @@ inline rd_try() {
 	slot[me] = 1;
 	atomic {
 		if
-		:: !wt && wr == 0 -> cnt++; got = 1
+		:: !wt && wr == 0 && solo == 0 -> cnt++; got = 1
 		:: true -> slot[me] = 0; retracted = 1
 		fi
 	}
 #else
-	atomic { if :: !wt && wr == 0 -> cnt++; got = 1 :: true -> retracted = 1 fi };
+	atomic { if :: !wt && wr == 0 && solo == 0 -> cnt++; got = 1 :: true -> retracted = 1 fi };
 	if :: got -> slot[me] = 1 :: else -> skip fi
 #endif
 }
 
 /* One turn of rdlock_slow's spin: read the word; WAITERS under
  * NONRECURSIVE: leave the spin (act 1, for good); not joinable
- * (SPINJOIN: a writer, or under PREFER_READER a free lock with WAITERS
- * set): relax (the code leaves the spin on a writer's word: a relaxing
- * turn changes nothing, so that is a subset of this); else publish,
+ * (SPINJOIN: a writer, a solo word, or under PREFER_READER a free lock
+ * with WAITERS set): relax (the code leaves the spin on a writer's or a
+ * solo word: a relaxing turn changes nothing, so that is a subset of
+ * this); else publish,
  * once (a scan's mark stays: 3), and CAS (which the model lets fail at
  * any moment: another reader moved the count), and after a failed CAS
  * read the word again: still joinable: go round still published, else
@@ -532,7 +623,7 @@ inline rd_spin() {
 	if
 	:: !got && act != 1 ->
 #ifdef PREFER_W
-		atomic { if :: wt -> act = 1 :: !wt && wr != 0 -> act = 0 :: !wt && wr == 0 -> act = 2 fi };
+		atomic { if :: wt -> act = 1 :: !wt && (wr != 0 || solo != 0) -> act = 0 :: !wt && wr == 0 && solo == 0 -> act = 2 fi };
 #else
 		atomic { if :: SPINJOIN -> act = 2 :: else -> act = 0 fi };
 #endif
@@ -555,21 +646,46 @@ inline rd_spin() {
 	fi
 }
 
-/* A new (first) read hold.  Every call starts with no retraction
+/* The fast path's solo hold: word 0 and SHARED clear: CAS 0 -> SOLO|me
+ * (a failed CAS changes nothing: the counted path reads the word
+ * again). */
+#ifndef RW_STALE_SHARED
+#define SOLOFREE	(cnt == 0 && wr == 0 && !wt && !sh)
+#define COUNTFREE	(cnt > 0 || sh)	/* a free word goes solo */
+#else
+/* SHARED is read apart from the word: maybe long before (it only goes
+ * 0 -> 1 but for a failed conversion's: the value at the call's start
+ * is the stalest), or a conversion's store that its failed CAS takes
+ * back: a free word may go counted, whatever sh says */
+#define SOLOFREE	(cnt == 0 && wr == 0 && !wt && !shr)
+#define COUNTFREE	true
+#endif
+inline solo_take() { solo = me; cnt = 1; got = 1 }
+
+/* A new read hold: the first, or RREC's inside a solo or converted hold
+ * (no slot for L: a new one).  Every call starts with no retraction
  * pending: the one an earlier call left was consumed by its slow path
  * (the fast path refuses while one is pending, rwlockword.h). */
 inline rdlock() {
 	retracted = 0; wflag = 0; got = 0; rec = 0;
-	if :: !wt && wr == 0 -> rd_try() :: else -> skip fi;	/* fast path */
+#ifdef RW_STALE_SHARED
+	shr = sh;
+#endif
+	if	/* fast path: solo, else counted (which refuses a solo word) */
+	:: atomic { SOLOFREE -> solo_take() }
+	:: !wt && wr == 0 && solo == 0 && COUNTFREE -> rd_try()
+	:: else -> skip
+	fi;
 #ifdef RW_DBLFAST
 	/* The interposer's call: its own fast path failed (above), then
 	 * proxylock_rwlock_rdlock's take() runs it again.  It refuses while
 	 * a retraction is pending: only the slow path consumes that. */
 	if
 #ifndef BROKEN_RW_DBLFAST
-	:: !got && !retracted && !wt && wr == 0 -> rd_try()
+	:: atomic { !got && !retracted && SOLOFREE -> solo_take() }
+	:: !got && !retracted && !wt && wr == 0 && solo == 0 && COUNTFREE -> rd_try()
 #else
-	:: !got && !wt && wr == 0 ->
+	:: !got && !wt && wr == 0 && solo == 0 ->
 		rd_try();
 		if :: got -> retracted = 0 :: else -> skip fi	/* returns: never consumed */
 #endif
@@ -601,13 +717,34 @@ inline rdlock() {
 #else
 		skip
 #endif
+#ifdef RW_NORECORD
+	:: !got && rd[me] > 0 ->
+		/* RREC's read inside its solo or converted hold, no record:
+		 * rw_yielding, where that hold counts as recursive (YJOIN);
+		 * it publishes and CASes, and joins a solo word by conversion
+		 * under the bucket (this atomic step stands for that bucket
+		 * hold: it waits for the bucket to be free) */
+		yielder = me;
+		atomic { YJOIN && (solo == 0 || bl == 0) ->
+			if
+			:: solo != 0 -> convert(); slot[me] = 1; cnt++; lend_update()
+			:: else -> slot[me] = 1; cnt++
+			fi;
+			got = 1; yielder = 0 };
+		wflag = retracted
+	:: !got && rd[me] == 0 ->
+#else
 	:: else ->
+#endif
 		bucket_lock();
 		/* The word read and the CAS (the code retries a failed one)
-		 * are one step here. */
+		 * are one step here; into a solo word by conversion (its CAS
+		 * fails only as the solo holder leaves, WAITERS clear: the
+		 * code restores __solo and retries) */
 		d_step {
 			if
-			:: MAYJOIN -> slot[me] = 1; cnt++; lend_update(); got = 1;
+			:: MAYJOIN -> if :: solo != 0 -> convert() :: else -> skip fi;
+				slot[me] = 1; cnt++; lend_update(); got = 1;
 #if !defined(BROKEN_RW_STALE) && !defined(BROKEN_RW_RETRACT)
 				/* joined with WAITERS clear: a retraction's lend is stale */
 				if :: !wt && retracted -> withdraw(); retracted = 0 :: else -> skip fi
@@ -634,11 +771,13 @@ inline rdlock() {
 			if :: retracted -> withdraw() :: else -> skip fi;
 #endif
 			rw_wait();
-			if :: !got -> CHECK(!lent[me], "violated: RW6: a reader that timed out is lent to\n") :: else -> skip fi
+			/* (RREC's read inside its solo or converted hold: lent
+			 * to for that hold) */
+			if :: !got -> CHECK(rd[me] > 0 || !lent[me], "violated: RW6: a reader that timed out is lent to\n") :: else -> skip fi
 		fi
 	fi;
 	if
-	:: got -> d_step { rd[me] = 1; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n");
+	:: got -> d_step { rd[me]++; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n");
 		CHECK(wt || !lent[me], "violated: RW6: a reader reads with a lend while WAITERS is clear\n") }
 	:: else -> skip
 	fi
@@ -699,15 +838,13 @@ inline rdunlock_rec() {
 		rd[me]--; assert(rd[me] > 0 && wr == 0 && cnt >= 2); cnt-- }
 }
 
-/* The last hold.  WAITERS clear (as read): plain clear, then the CAS,
+/* The last hold of a slot.  WAITERS clear (as read): plain clear, then the CAS,
  * slow if the bit appeared.  WAITERS set: exchange the slot (act takes
  * its old value): named (3) -> slow, to withdraw; else decrement here
  * unless ours is the last hold (its release grants). */
-inline rdunlock() {
+inline rdunlock_slot() {
 	slow = 0;
-	/* plk_rw_rdunlock_fast finds the slot by its value, mark or not */
-	CHECK(NAMES(me), "violated: a reader's unlock finds no slot naming L (EPERM)\n");
-	rd[me] = 0; past[me] = 0;
+	rd[me]--; past[me] = 0;
 #ifndef BROKEN_RW_UNLOCK
 	if
 	:: wflag -> slot[me] = 0; slow = 1
@@ -739,11 +876,91 @@ inline rdunlock() {
 		d_step { cnt--; if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
 		grant_loop();
 		bucket_unlock();
+		/* rd_not_reader; but RREC's slot hold inside its converted
+		 * one: that hold is lent to still (its own unlock withdraws) */
+#ifndef BROKEN_RW_SOLO_WITHDRAW
+		if :: stid == me -> skip :: else -> withdraw() fi
+#else
 		withdraw()
+#endif
 	:: else -> skip
 	fi;
 	wflag = 0;
+	CHECK(rd[me] > 0 || !lent[me], "violated: RW6: a thread that left is lent to\n")
+}
+
+/* The hold with no slot: solo (the word names us) or converted (__solo
+ * names us).  plk_rw_rdunlock_fast's solo CAS SOLO|me -> 0 needs WAITERS
+ * clear; else unlock_other reads the word again (one read here: the
+ * failed CAS wrote nothing, and a solo word with WAITERS set changes
+ * only by a conversion): SOLO|me: released under the bucket like a
+ * writer's hold; counted: __solo names us: clear its TID, then the
+ * decrement under the bucket (the code confirms __solo and clears it
+ * under the bucket, just before the decrement: here it is cleared
+ * before the bucket, which lets more interleave, scans that no longer
+ * name us while we still count).  Either way grant or clear as any
+ * release, and withdraw after the bucket.  Under the bucket the word is
+ * read again: a solo hold seen with WAITERS set may have been converted
+ * since (a bucket join or grant), and is then released as converted
+ * (-DBROKEN_RW_SOLO_STALE: not read again, the solo release clears the
+ * count). */
+inline rdunlock_solo() {
+	rd[me]--; past[me] = 0;
+	atomic {
+		if
+#ifndef BROKEN_RW_SOLO_FAST
+		:: solo == me && !wt -> solo = 0; cnt = 0; act = 0
+		:: solo == me && wt -> act = 1
+#else
+		:: solo == me -> solo = 0; cnt = 0; act = 0
+#endif
+		:: solo != me -> act = 2
+		fi
+	};
+	if
+	:: act == 2 ->
+#ifndef BROKEN_RW_SOLO_CONVERT
+		CHECK(stid == me, "violated: a reader's unlock finds no slot naming L (EPERM)\n");
+#endif
+#ifndef BROKEN_RW_SOLO_CLEAR
+		stid = 0	/* __solo's TID (atomic and: SHARED stays) */
+#else
+		/* decrement by CAS while WAITERS is clear, __solo cleared after */
+		atomic { if :: !wt -> cnt--; act = 0 :: else -> skip fi };
+		stid = 0
+#endif
+	:: else -> skip
+	fi;
+	if
+	:: act != 0 ->
+		bucket_lock();
+		d_step {
+#ifndef BROKEN_RW_SOLO_STALE
+			if
+			:: solo == me -> solo = 0; cnt = 0	/* word -> WAITERS */
+			:: else -> if :: stid == me -> stid = 0 :: else -> skip fi; cnt--	/* converted */
+			fi;
+#else
+			if :: act == 1 -> solo = 0; cnt = 0 :: else -> cnt-- fi;
+#endif
+			if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
+		};
+		grant_loop();
+		bucket_unlock();
+		withdraw()
+	:: else -> skip
+	fi;
+	act = 0;
 	CHECK(!lent[me], "violated: RW6: a thread that left is lent to\n")
+}
+
+/* The last hold's unlock: the slot first (plk_rw_rdunlock_fast finds it
+ * by its value, mark or not), else the solo or converted hold. */
+inline rdunlock() {
+	if
+	:: NAMES(me) -> rdunlock_slot()
+	:: else -> rdunlock_solo()
+	fi
 }
 
 /* --- write lock: wrlock_slow; its deadline may pass (rw_wait) --------- */
@@ -786,7 +1003,7 @@ inline wrlock() {
 	fi;
 	rescans = 0;
 	if
-	:: got -> d_step { writing = me; CHECK(wr == me && cnt == 0, "violated: exclusion\n") }
+	:: got -> d_step { writing = me; CHECK(wr == me && cnt == 0 && solo == 0 && RDSUM == 0, "violated: exclusion\n") }
 	:: else -> CHECK(!lent[me], "violated: RW6: a writer that timed out is lent to\n")
 	fi
 }
@@ -829,6 +1046,9 @@ gone:	skip
 proctype reader(byte me)
 {
 	bool retracted, wflag, got, slow, again, stop, rec, tmo, woken;
+#ifdef RW_STALE_SHARED
+	bool shr;	/* SHARED as its fast path read it */
+#endif
 	byte rescans;
 	byte r = 0, act = 0;
 
@@ -843,10 +1063,21 @@ proctype reader(byte me)
 			CHECK(wr == 0 && cnt > 0, "violated: exclusion\n");
 #ifdef RW_RECURSIVE
 			if
-			:: me == RREC ->
+			:: me == RREC && NAMES(me) ->
 				rdlock_rec();
 				if
 				:: got -> CHECK(wr == 0 && cnt > 1, "violated: exclusion\n"); rdunlock_rec()
+				:: else -> skip
+				fi
+			:: me == RREC && !NAMES(me) ->
+				/* held solo or converted: no slot names L, so the
+				 * read reserves one, a new slot hold (the counted
+				 * paths, or the bucket: a join by conversion, or
+				 * under NONRECURSIVE queued behind a writer); its
+				 * unlock comes first (the slot is found first) */
+				rdlock();
+				if
+				:: got -> CHECK(wr == 0 && cnt > 1, "violated: exclusion\n"); rdunlock_slot()
 				:: else -> skip
 				fi
 			:: else -> skip
@@ -900,6 +1131,10 @@ init
 	byte i = 1;
 
 	atomic {
+		/* __solo's SHARED as init left it: set, the protocol without
+		 * solo holds; clear, the first reader of a free word holds
+		 * solo */
+		if :: sh = 1 :: sh = 0 fi;
 		do
 		:: i <= NW -> run writer(i); i++
 		:: i > NW && i <= N -> run reader(i); i++
