@@ -4,6 +4,7 @@
 set -eu
 plk_deps="gcc g++ make meson ninja-build pkg-config liburcu-dev libnuma-dev check
   python3 spin sysbench stress-ng libjemalloc2 unbound dnsperf openssl gnuplot-nox strace systemtap-sdt-dev gdb valgrind
+  libcap2-bin util-linux
   libabsl-dev
   qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
 # Only test/check-debian.sh (the Debian packages, from .ci/run) needs these.

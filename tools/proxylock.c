@@ -18,8 +18,8 @@
  * proxylock_caps(): the two must agree.
  *
  * Exit: run: the program's status; 2 bad usage; 125 the interposer is
- * missing; 126 PROGRAM cannot run under it (setuid, static, not
- * executable); 127 PROGRAM not found.  caps: 0 something can be lent,
+ * missing; 126 PROGRAM cannot run under it (set-ID, file capabilities,
+ * static, not executable); 127 PROGRAM not found.  caps: 0 something can be lent,
  * 1 nothing, 2 bad usage.
  */
 #include <dirent.h>
@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "proxylock.h"
@@ -110,7 +111,7 @@ static bool valid_uint(const char *s)
 /* The interposer: $PROXYLOCK_PRELOAD, or PLK_PRELOAD_REL from here. */
 static int find_preload(char *buf, size_t len)
 {
-	const char *env = getenv("PROXYLOCK_PRELOAD");
+	const char *env = secure_getenv("PROXYLOCK_PRELOAD");  /* never a caller's, if privileged */
 	char self[PATH_MAX];
 	ssize_t n;
 
@@ -317,6 +318,13 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "proxylock: %s is set-%s-ID: the dynamic loader ignores LD_PRELOAD for "
 		        "it, so the interposer cannot enter; not run\n", prog,
 		        st.st_mode & S_ISUID ? "user" : "group");
+		return EXIT_CANNOT;
+	}
+	/* File capabilities put the program in secure-execution mode as
+	 * set-ID bits do (AT_SECURE): the loader ignores LD_PRELOAD. */
+	if (getxattr(prog, "security.capability", NULL, 0) > 0) {
+		fprintf(stderr, "proxylock: %s has file capabilities: the dynamic loader ignores "
+		        "LD_PRELOAD for it, so the interposer cannot enter; not run\n", prog);
 		return EXIT_CANNOT;
 	}
 	if (is_static(prog, 0, what, sizeof(what))) {
