@@ -42,10 +42,14 @@
  * At exit the most contended mutexes are printed to stderr, below a
  * header line that says the interposer was active and how many objects
  * it saw.  They go to a copy of file descriptor 2 taken when counting
- * starts: programs such as xz and GNU sort close stderr in their own exit
- * handlers, which run before ours.  With PROXYLOCK_STATS_FILE=path ("%p":
- * the process ID) the report is one JSON object written to that file
- * instead (its fields are documented in proxylock(1)).  The report runs
+ * starts, in the interposer's constructor: programs such as xz and GNU
+ * sort close stderr in their own exit handlers, which run before ours.
+ * If fd 2 was closed then, nothing is printed (nor the dead-owner lines,
+ * observe.h): never fd 2 itself, which may by now be a file the program
+ * opened.  With
+ * PROXYLOCK_STATS_FILE=path ("%p": the process ID) the report is one
+ * JSON object written to that file instead (its fields are documented
+ * in proxylock(1)).  The report runs
  * where the program may have no memory left (a fork child that set
  * RLIMIT_AS, say), so it does not allocate: it walks the slabs' rows,
  * each published by a flag, formats on the stack and write()s.  The JSON
@@ -107,7 +111,7 @@ static bool rows_kept_on_fork;
 /* A row this thread claimed for a lock another thread added first: never
  * published, so it serves this thread's next new lock. */
 static __thread struct lockstat *spare __attribute__((tls_model("initial-exec")));
-static int report_fd = 2;  /* a copy of stderr, see the top */
+static int report_fd = -1;  /* a copy of stderr taken at load, or -1: see the top */
 /* PROXYLOCK_STATS_FILE, taken when counting starts (the program may
  * change its environment before it exits); NULL: the table on stderr. */
 static char json_file_buf[4096];
@@ -385,6 +389,8 @@ static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, .
 	size_t n, off = 0;
 	int len;
 
+	if (fd < 0)
+		return;  /* no stderr verified at load: say nothing */
 	va_start(ap, fmt);
 	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
 	va_end(ap);
@@ -809,9 +815,13 @@ void plk_lockstat_enable(void)
 	slabs[0] = stat_map(SLAB_ROWS * sizeof(struct lockstat));
 	if (slabs[0] == MAP_FAILED)
 		slabs[0] = NULL;
-	report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
-	if (report_fd < 0)
-		report_fd = 2;
+	/* fd 2 as it is at load (the interposer's constructor), verified
+	 * open: F_GETFD first, so the rule reads here (a dup of a closed fd
+	 * fails too); a failed dup (EMFILE) leaves -1, no text rather than
+	 * text in the wrong file.  The dead-owner lines go there too. */
+	if (fcntl(2, F_GETFD) >= 0)
+		report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
+	plk_observe_say_to(report_fd);
 	__atomic_store_n(&plk_lockstat_on, true, __ATOMIC_RELEASE);
 	plk_observers_install(&lockstat_ops);
 	atexit(report);

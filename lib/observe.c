@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * observe.c - the observer table and the dead-owner log (observe.h).
+ * The dead-owner lines go to say_fd, chosen at load (plk_observe_say_to):
+ * never to a descriptor 2 that was closed then.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -16,6 +18,25 @@ const struct plk_observer_ops *plk_observers;
  * reader never sees a row filled in part, on any architecture. */
 static struct { const void *lock; pid_t tid; bool robust; bool ready; } dead[PLK_DEAD_ROWS];
 static unsigned ndead;
+
+/* Where the dead-owner lines go; written only by constructors, in the
+ * thread that loads the library, before any lock can find a dead owner. */
+static int say_fd = -1;
+static bool say_fd_chosen;
+
+void plk_observe_say_to(int fd)
+{
+	say_fd = fd;
+	say_fd_chosen = true;
+}
+
+/* Not if plk_observe_say_to ran first (constructors of one object run in
+ * no order the linker promises). */
+static __attribute__((constructor)) void observe_init(void)
+{
+	if (!say_fd_chosen && fcntl(2, F_GETFD) >= 0)
+		say_fd = 2;
+}
 
 void plk_observers_install(const struct plk_observer_ops *ops)
 {
@@ -33,12 +54,12 @@ void plk_observe_dead_owner(const void *lock, pid_t tid, bool robust)
 		__atomic_store_n(&dead[i].robust, robust, __ATOMIC_RELAXED);
 		__atomic_store_n(&dead[i].ready, true, __ATOMIC_RELEASE);
 	}
-	if (plk_config()->stats) {
+	if (plk_config()->stats && say_fd >= 0) {
 		int cancel;
 
 		/* Said from inside a lock call, which is no cancellation point. */
 		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
-		dprintf(2, "proxylock: mutex %p is held by thread %d, which exited; %s\n",
+		dprintf(say_fd, "proxylock: mutex %p is held by thread %d, which exited; %s\n",
 		        lock, (int)tid, robust ? "robust: its next owner got EOWNERDEAD"
 		                           : "not robust: its waiters wait forever");
 		pthread_setcancelstate(cancel, NULL);

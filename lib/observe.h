@@ -45,6 +45,15 @@ static inline void plk_observe_lent(const void *lock, unsigned kinds)
  */
 PLK_HIDDEN void plk_observe_dead_owner(const void *lock, pid_t tid, bool robust);
 
+/**
+ * plk_observe_say_to - say the dead-owner lines on @fd (-1: nowhere)
+ * from now on.  Without a call, they go to fd 2 if it was open when the
+ * library was loaded (a constructor checks), else nowhere: a program
+ * started with stderr closed may open its own file as fd 2.  Called at
+ * load only (the interposer's constructor, with its copy of fd 2).
+ */
+PLK_HIDDEN void plk_observe_say_to(int fd);
+
 #define PLK_DEAD_ROWS 16
 
 /** plk_dead_log - entry @i (< PLK_DEAD_ROWS) of the log; false if none. */
