@@ -10,7 +10,9 @@
  * contender, interleaved, with the environment that contender needs:
  *   glibc          no LD_PRELOAD
  *   preload        LD_PRELOAD=PRELOAD.so PROXYLOCK_STATS=0
- *   preload-stats  LD_PRELOAD=PRELOAD.so PROXYLOCK_STATS=1 (report to /dev/null)
+ *   preload-stats  LD_PRELOAD=PRELOAD.so PROXYLOCK_STATS=1, and
+ *                  PROXYLOCK_STATS_FILE=/dev/null: a file that exists,
+ *                  so no report at exit (one line on stderr says so)
  * Each measuring process first makes two threads contend on one pthread
  * mutex (--contend N lock+unlock pairs each), joins them, then times
  * --forks N rounds of fork(), _exit(0) in the child and waitpid(), and

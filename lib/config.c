@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* config.c - environment settings (see config.h). */
+/*
+ * config.c - environment settings (see config.h), read at first use.
+ * Every PROXYLOCK_* variable is read with secure_getenv: none in
+ * secure-execution mode.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -31,6 +35,11 @@ static unsigned parse_donate(const char *s)
 	return kinds;
 }
 
+const char *plk_env(const char *name)
+{
+	return secure_getenv(name);
+}
+
 static void config_read(void)
 {
 	const char *s;
@@ -38,17 +47,17 @@ static void config_read(void)
 	config.donate = PROXYLOCK_DONATE_ALL;
 	config.affinity = PROXYLOCK_AFFINITY_WAITERS;
 	config.handoff_ns = 500 * 1000;
-	if ((s = getenv("PROXYLOCK_DONATE")) != NULL)
+	if ((s = plk_env("PROXYLOCK_DONATE")) != NULL)
 		config.donate = parse_donate(s);
-	if ((s = getenv("PROXYLOCK_AFFINITY")) != NULL)
+	if ((s = plk_env("PROXYLOCK_AFFINITY")) != NULL)
 		config.affinity = strcmp(s, "union") == 0 ? PROXYLOCK_AFFINITY_UNION
 		                : strcmp(s, "node") == 0  ? PROXYLOCK_AFFINITY_NODE
 		                                          : PROXYLOCK_AFFINITY_WAITERS;
-	if ((s = getenv("PROXYLOCK_HANDOFF_US")) != NULL)
+	if ((s = plk_env("PROXYLOCK_HANDOFF_US")) != NULL)
 		config.handoff_ns = strtoull(s, NULL, 10) * 1000;
-	s = getenv("PROXYLOCK_STATS");
+	s = plk_env("PROXYLOCK_STATS");
 	config.stats = s && *s && strcmp(s, "0") != 0;
-	if ((s = getenv("PROXYLOCK_PI")) != NULL)
+	if ((s = plk_env("PROXYLOCK_PI")) != NULL)
 		config.pi = strcmp(s, "proxy") == 0    ? PLK_PI_PROXY
 		          : strcmp(s, "kernel") == 0   ? PLK_PI_KERNEL
 		                                       : PLK_PI_AUTO;

@@ -13,6 +13,9 @@
  *                         the interposer makes PTHREAD_PRIO_INHERIT
  *                         mutexes proxylocks (auto: where RT can be lent)
  *                         or leaves them glibc's kernel PI futexes
+ * In secure-execution mode (getauxval(AT_SECURE): a set-user-ID,
+ * set-group-ID or file-capability program) none is read: every setting
+ * keeps its default, stats off (plk_env).
  */
 #ifndef PLK_CONFIG_H
 #define PLK_CONFIG_H
@@ -31,6 +34,12 @@ struct plk_config {
 };
 
 enum { PLK_PI_AUTO, PLK_PI_PROXY, PLK_PI_KERNEL };
+
+/** plk_env - the PROXYLOCK_* variable @name, or NULL if unset or if the
+ * process runs in secure-execution mode (secure_getenv(3)): the
+ * environment of a privileged program is its caller's, not to be trusted.
+ * Every PROXYLOCK_* variable the library reads goes through here. */
+PLK_HIDDEN const char *plk_env(const char *name);
 
 /** plk_config - the settings (parsed on first call). */
 PLK_HIDDEN struct plk_config *plk_config(void);

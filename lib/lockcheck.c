@@ -68,6 +68,7 @@
  * Allowed under a lock (not wrapped):
  *   memcmp memmove memset strcmp strncmp strcspn strlen strrchr strstr
  *   strtoull __sched_cpucount __errno_location pthread_self getenv
+ *   secure_getenv
  *                                         pure, or read-only
  *   snprintf                              the library's formats are
  *                                         fixed: no allocation, no syscall

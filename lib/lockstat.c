@@ -46,13 +46,16 @@
  * sort close stderr in their own exit handlers, which run before ours.
  * If fd 2 was closed then, nothing is printed (nor the dead-owner lines,
  * observe.h): never fd 2 itself, which may by now be a file the program
- * opened.  With
- * PROXYLOCK_STATS_FILE=path ("%p": the process ID) the report is one
- * JSON object written to that file instead (its fields are documented
- * in proxylock(1)).  The report runs
- * where the program may have no memory left (a fork child that set
- * RLIMIT_AS, say), so it does not allocate: it walks the slabs' rows,
- * each published by a flag, formats on the stack and write()s.  The JSON
+ * opened.  With PROXYLOCK_STATS_FILE=path ("%p": the process ID) the
+ * report is one JSON object written to that file instead (its fields
+ * are documented in proxylock(1)).  The file is created, never opened
+ * if it exists (O_EXCL: the report truncates and rewrites no file it did
+ * not make; nor follows a symlink, O_NOFOLLOW), mode 0600; if it exists,
+ * stderr says so and no report is written.  In secure-execution mode no
+ * PROXYLOCK_* variable is read (config.h), so there is no report.  The
+ * report runs where the program may have no memory left (a fork child
+ * that set RLIMIT_AS, say), so it does not allocate: it walks the slabs'
+ * rows, each published by a flag, formats on the stack and write()s.  The JSON
  * report's sorted array is an anonymous mapping; without it the report
  * holds the ten most contended mutexes only, marked truncated.  Nothing
  * it does can kill the program: under pressure it prints less.
@@ -757,7 +760,13 @@ static void report(void)
 		report_table();
 		return;
 	}
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
+	/* O_EXCL: a file that exists, whoever made it, is left as it is
+	 * (a name, or a %p that a recycled process ID makes again). */
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		say(report_fd, "proxylock: %.300s exists: not overwritten, no report written\n", path);
+		return;
+	}
 	if (fd < 0) {
 		/* errno's number: strerror's text may be translated, which allocates */
 		say(report_fd, "proxylock: cannot write %.300s (errno %d); the report follows here\n",
@@ -797,7 +806,7 @@ static const struct plk_observer_ops lockstat_ops = {
 
 void plk_lockstat_enable(void)
 {
-	if ((json_file = getenv("PROXYLOCK_STATS_FILE")) != NULL) {
+	if ((json_file = plk_env("PROXYLOCK_STATS_FILE")) != NULL) {
 		size_t len = strlen(json_file);
 
 		if (len > 0 && len < sizeof(json_file_buf))

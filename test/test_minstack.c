@@ -545,7 +545,7 @@ static int exit_child(void)
 START_TEST(exit_with_the_stats_report_fits)
 {
 	static char report[65536];
-	char self[PATH_MAX], json[] = "/tmp/plk-minstack-XXXXXX";
+	char self[PATH_MAX], dir[] = "/tmp/plk-minstack-XXXXXX", json[PATH_MAX];
 	char *argv[] = { self, "exit-child", NULL };
 	const char *stats = getenv("PROXYLOCK_STATS");
 	extern char **environ;
@@ -556,19 +556,22 @@ START_TEST(exit_with_the_stats_report_fits)
 	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	ck_assert_int_gt(len, 0);
 	self[len] = 0;
-	fd = mkstemp(json);
-	ck_assert_int_ge(fd, 0);
-	setenv("PROXYLOCK_STATS_FILE", json, 1);  /* the JSON report, there */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(json, sizeof(json), "%s/report.json", dir);
+	setenv("PROXYLOCK_STATS_FILE", json, 1);  /* the JSON report, there (a new file) */
 	ck_assert_int_eq(posix_spawn(&pid, self, NULL, NULL, argv, environ), 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit from a minimum stack: %s %d",
 	              WIFSIGNALED(st) ? "signal" : "status",
 	              WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	while (n < (ssize_t)sizeof(report) - 1 &&
+	fd = open(json, O_RDONLY | O_CLOEXEC);
+	while (fd >= 0 && n < (ssize_t)sizeof(report) - 1 &&
 	       (len = read(fd, report + n, sizeof(report) - 1 - (size_t)n)) > 0)
 		n += len;
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	unlink(json);
+	rmdir(dir);
 	/* Under the interposer with PROXYLOCK_STATS=1: the report was
 	 * written, to its last line, by that thread. */
 	if (dlsym(RTLD_DEFAULT, "proxylock_mutex_lock") && stats && strcmp(stats, "1") == 0)
