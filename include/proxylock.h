@@ -201,6 +201,11 @@ PROXYLOCK_API int proxylock_mutexattr_getdonate(const proxylock_mutexattr_t *att
  * exits (or is cancelled) holding the lock, the next thread to lock it
  * gets it with EOWNERDEAD; PROXYLOCK_MUTEX_STALLED (default): the lock
  * stays held, and its waiters report it (stats, owner_dead probe).
+ * Waiters find a dead owner by asking the kernel whether its thread ID
+ * still names a thread of this process: if a new thread of the process
+ * got that ID first, the owner reads as alive, and a robust lock then
+ * stays held, as a stalled one does (waiters wait, with no EOWNERDEAD,
+ * until that thread exits too; a timed lock times out).
  */
 PROXYLOCK_API int proxylock_mutexattr_setrobust(proxylock_mutexattr_t *attr, int robust);
 
