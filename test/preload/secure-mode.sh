@@ -7,9 +7,10 @@
 # a fresh tmpfs (which honours set-user-ID bits) is made set-user-ID
 # root and run as nobody with PROXYLOCK_STATS=1 and PROXYLOCK_STATS_FILE
 # naming a root-owned 0600 file: that file keeps its content and mode,
-# and no report appears.  Then, not secure: the same program as nobody
-# does write its report (so the variables were there to ignore), to a new
-# file of mode 0600; a file that exists is left as it is and stderr says
+# no report appears, and PROXYLOCK_DONATE=none changes nothing it lends.
+# Then, not secure: the same program as nobody honours PROXYLOCK_DONATE
+# and writes its report (so the variables were there to ignore), to a
+# new file of mode 0600; a file that exists is left as it is and stderr says
 # so; a symlink to the root-owned file, as root, is not followed.
 # Skipped (77) only without root, unshare or setpriv, or where no mount
 # namespace can be made.
@@ -38,33 +39,38 @@ if [ "${1:-}" = --inner ]; then
 		cmp -s "$1" "$2" && [ "$(stat -c '%a %u' "$1")" = "$3" ]
 	}
 
-	# Secure: set-user-ID root, run as nobody.
-	env -i PATH=/usr/bin:/bin PROXYLOCK_STATS=1 PROXYLOCK_STATS_FILE="$fs/target" \
+	# Secure: set-user-ID root, run as nobody; what it lends with no
+	# variable set, then with PROXYLOCK_DONATE=none and the stats file.
+	env -i PATH=/usr/bin:/bin setpriv --reuid=65534 --regid=65534 --clear-groups "$fs/helper" \
+		>"$fs/default.out" 2>&1
+	env -i PATH=/usr/bin:/bin PROXYLOCK_STATS=1 PROXYLOCK_STATS_FILE="$fs/target" PROXYLOCK_DONATE=none \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$fs/helper" >"$fs/out" 2>"$fs/err"
 	rc=$?
-	if [ "$rc" -ne 0 ] || ! grep -q '^secure=1 interposer=1 count=200000$' "$fs/out"; then
+	if [ "$rc" -ne 0 ] || ! grep -q '^secure=1 interposer=1 count=200000 ' "$fs/out"; then
 		no "the set-user-ID helper did not run secure with the interposer: status $rc, $(cat "$fs/out" "$fs/err")"
 	elif ! unchanged "$fs/target" "$fs/target.orig" "600 0"; then
 		no "secure mode: the root-owned 0600 file changed: $(stat -c '%a %u' "$fs/target"): $(head -c 200 "$fs/target")"
 	elif grep -q 'proxylock' "$fs/err"; then
 		no "secure mode: PROXYLOCK_STATS honoured: $(cat "$fs/err")"
+	elif ! cmp -s "$fs/out" "$fs/default.out"; then
+		no "secure mode: PROXYLOCK_DONATE=none honoured: $(cat "$fs/out") against $(cat "$fs/default.out")"
 	else
-		echo "ok - set-user-ID root as nobody (AT_SECURE, interposer in): PROXYLOCK_STATS_FILE's root-owned file untouched, no report"
+		echo "ok - set-user-ID root as nobody (AT_SECURE, interposer in): PROXYLOCK_STATS_FILE's root-owned file untouched, no report, PROXYLOCK_DONATE ignored"
 	fi
 
 	# Not secure, as nobody: the report is written, to a new 0600 file.
-	env -i PATH=/usr/bin:/bin PROXYLOCK_STATS=1 PROXYLOCK_STATS_FILE="$fs/user/r.%p.json" \
+	env -i PATH=/usr/bin:/bin PROXYLOCK_STATS=1 PROXYLOCK_STATS_FILE="$fs/user/r.%p.json" PROXYLOCK_DONATE=none \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$fs/plain" >"$fs/out" 2>"$fs/err"
 	rc=$?
 	set -- "$fs"/user/r.*.json
-	if [ "$rc" -ne 0 ] || ! grep -q '^secure=0 interposer=1 ' "$fs/out"; then
+	if [ "$rc" -ne 0 ] || ! grep -q '^secure=0 interposer=1 count=200000 donate=0$' "$fs/out"; then
 		no "the plain helper: status $rc, $(cat "$fs/out" "$fs/err")"
 	elif [ $# -ne 1 ] || [ ! -f "$1" ] || ! grep -q '"version": 1' "$1"; then
 		no "not secure: no JSON report in $fs/user: $(ls "$fs/user")"
 	elif [ "$(stat -c '%a %u' "$1")" != "600 65534" ]; then
 		no "the report's mode and owner: $(stat -c '%a %u' "$1"), want 600 65534"
 	else
-		echo "ok - not secure, as nobody: the report is written to a new file of mode 0600"
+		echo "ok - not secure, as nobody: PROXYLOCK_DONATE=none honoured, the report written to a new file of mode 0600"
 	fi
 
 	# Not secure: a file that exists is not overwritten, and stderr says so.
