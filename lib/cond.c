@@ -43,6 +43,22 @@
  * passes leaves the queue under the bucket lock if it is still there;
  * otherwise a signal won the race and it returns 0 as signalled.
  *
+ * c->__mutex is a hint, never cleared: a move first checks, under the
+ * condvar's bucket, that a waiter bound to that mutex is still queued,
+ * and only then touches it (bound_waiter_queued); the mutex may have been
+ * freed once its last waiter left.
+ *
+ * Signal and broadcast from a signal handler (not async-signal-safe in
+ * POSIX, but glibc's survive it): a handler that interrupted its own
+ * thread while it holds or takes an internal lock (plk_ilock_depth != 0,
+ * futex.h) takes no lock; it pushes the call onto the thread's bounded
+ * TLS list (defer_wake) and returns, and the thread's outermost internal
+ * unlock runs the list (plk_cond_deferred_run), at a point that holds no
+ * internal lock, as a handler arriving there would.  A full list aborts
+ * with a message.  Not safe still: a handler's signal inside the thread's
+ * first library call (pthread_once probes, slab allocation); see
+ * docs/design.md, "Signal and broadcast from a signal handler".
+ *
  * Waiting is a cancellation point, as POSIX wants: the park runs with
  * asynchronous cancellation enabled (only a futex syscall and a load are
  * inside that window; a TSan build polls instead, see cond_park), and a
@@ -54,6 +70,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "chain.h"
 #include "cond.h"
@@ -505,6 +523,87 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 
 /* --- waking ---------------------------------------------------------- */
 
+/*
+ * Signals deferred by a handler (see the top): this thread's list, in
+ * static TLS.  Entry: the condvar's address | 1 for a broadcast (a
+ * condvar is 8-byte aligned).  plk_cond_deferred (futex.h): count in the
+ * low half, changes in the high half.
+ *
+ * Only handlers push, and only while plk_ilock_depth != 0; only code
+ * running at depth 0 pops (plk_cond_deferred_run).  So a push never
+ * interleaves with a pop, but a push may be interrupted by a nested
+ * handler's push, and a pop by a handler's pops (a handler that
+ * interrupts the popping code at depth 0 may run the list itself, and
+ * push again inside its own wake).  Both therefore write their slot
+ * first and publish with one compare-and-swap of the whole word, whose
+ * change count makes a slot reused meanwhile (ABA) fail the CAS; each
+ * retries from a fresh read.  Relaxed order and signal fences suffice:
+ * everything here is the one thread's, a handler included, and a
+ * single-instruction CAS (or an LL/SC pair, which an exception return
+ * breaks) is atomic with respect to that thread's handlers.
+ */
+#define DEFER_MAX 32
+__thread uint64_t plk_cond_deferred __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t deferred_wakes[DEFER_MAX] __attribute__((tls_model("initial-exec")));
+
+#define DEFER_ONE ((1ull << 32) + 1)  /* one more entry, one more change */
+#define DEFER_POP ((1ull << 32) - 1)  /* one fewer entry, one more change */
+
+/* More than DEFER_MAX signals from handlers inside one internal critical
+ * section: say so and stop, rather than lose a wake-up or hang. */
+static void __attribute__((noreturn)) defer_full(void)
+{
+	static const char msg[] = "libproxylock: more than 32 condvar signals from signal handlers "
+	                          "during one internal critical section; aborting\n";
+
+	(void)!write(2, msg, sizeof(msg) - 1);
+	abort();
+}
+
+/* A handler's signal (@all: broadcast) of @c, run when its thread leaves
+ * the internal lock it interrupted. */
+static void defer_wake(proxylock_cond_t *c, bool all)
+{
+	uintptr_t v = (uintptr_t)c | all;
+
+	for (;;) {
+		uint64_t s = __atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED);
+		uint32_t n = (uint32_t)s;
+
+		/* A broadcast of @c already pending wakes everyone this could. */
+		for (uint32_t i = 0; i < n; i++)
+			if (__atomic_load_n(&deferred_wakes[i], __ATOMIC_RELAXED) == ((uintptr_t)c | 1))
+				return;
+		if (n == DEFER_MAX)
+			defer_full();
+		__atomic_store_n(&deferred_wakes[n], v, __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* the slot, then the count */
+		if (__atomic_compare_exchange_n(&plk_cond_deferred, &s, s + DEFER_ONE, false,
+		                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+void plk_cond_deferred_run(void)
+{
+	int saved = errno;  /* from a handler's point of view, not ours to change */
+
+	for (;;) {
+		uint64_t s = __atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED);
+		uint32_t n = (uint32_t)s;
+		uintptr_t v;
+
+		if (n == 0)
+			break;
+		v = __atomic_load_n(&deferred_wakes[n - 1], __ATOMIC_RELAXED);
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* the slot, then the count */
+		if (__atomic_compare_exchange_n(&plk_cond_deferred, &s, s + DEFER_POP, false,
+		                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			plk_cond_wake((proxylock_cond_t *)(v & ~(uintptr_t)1), v & 1);
+	}
+	errno = saved;
+}
+
 /* Wake one or every waiter of @c, in batches. */
 static void wake_queued(proxylock_cond_t *c, bool all)
 {
@@ -545,6 +644,29 @@ static bool mutex_mark_waiters(proxylock_mutex_t *m)
 	}
 }
 
+/*
+ * Under @c's bucket @bc: is a waiter whose own mutex is @m queued on @c
+ * (@all: anywhere in the queue; else first, the one a signal takes)?
+ * c->__mutex is only a hint, never cleared: the waiters it was written
+ * for may all have left (a deadline, a cancellation), and then @m may be
+ * unlocked, destroyed and freed, as POSIX allows once no waiter is bound
+ * to it.  A queued waiter bound to @m keeps @m alive, and cannot leave
+ * while we hold @bc; so @m is touched only if this says true.
+ */
+static bool bound_waiter_queued(struct plk_bucket *bc, proxylock_cond_t *c,
+                                proxylock_mutex_t *m, bool all)
+{
+	struct plk_thread *t;
+
+	plk_waitq_for_each(bc, cond_key(c), t) {
+		if (t->cond_mutex == m)
+			return true;
+		if (!all)
+			break;
+	}
+	return false;
+}
+
 /* What move_to_mutex did. */
 enum { MOVE_RETRY, MOVE_DONE, MOVE_MORE, MOVE_WAKE };
 
@@ -568,6 +690,8 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
 		ret = MOVE_RETRY;
+	else if (!bound_waiter_queued(bc, c, m, all))
+		;  /* nothing to move: m may be gone (freed), never touched */
 	else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0)
 		ret = MOVE_WAKE;
 	while (ret == MOVE_DONE && (t = plk_waitq_first(bc, cond_key(c)))) {
@@ -625,6 +749,12 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 
 	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
 		return;
+	/* A signal handler that interrupted its own thread inside one of our
+	 * internal critical sections: no bucket may be taken here. */
+	if (__builtin_expect(__atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0, 0)) {
+		defer_wake(c, all);
+		return;
+	}
 	tsan_internal_begin(c);
 	for (;;) {
 		mu = (uintptr_t)__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED);

@@ -13,6 +13,8 @@
 
 #define PLK_ILOCK_SPIN 100
 
+__thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
+
 /*
  * The internal lock's own futex calls are the one syscall allowed under
  * an internal lock: with -Dlockcheck=true they skip the check on

@@ -87,14 +87,36 @@ PLK_HIDDEN void plk_ilock_lock_slow(plk_ilock_t *l);
 PLK_HIDDEN void plk_ilock_unlock_slow(plk_ilock_t *l);
 
 /*
+ * Internal locks the calling thread holds or is taking: counted in every
+ * build (one initial-exec TLS word, no syscall), so that a signal handler
+ * can tell that it interrupted its own thread inside an internal
+ * critical section.  The count goes up before the lock word is taken and
+ * down after it is released, each behind a signal fence (a compiler
+ * barrier: a handler runs on this CPU, in program order), so a handler
+ * that sees 0 interrupted code that holds no internal lock.  Handlers
+ * keep it balanced, so the plain increment needs no atomic RMW.
+ */
+PLK_HIDDEN extern __thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
+
+/*
+ * Condvar signals deferred by a handler that found plk_ilock_depth
+ * non-zero (cond.c): the low 32 bits count them, the high 32 bits count
+ * changes.  Non-zero low bits at the outermost release run them there
+ * (plk_cond_deferred_run).
+ */
+PLK_HIDDEN extern __thread uint64_t plk_cond_deferred __attribute__((tls_model("initial-exec")));
+
+/** plk_cond_deferred_run - (cond.c) with no internal lock held: carry out
+ * the signals a handler deferred while this thread held one. */
+PLK_HIDDEN void plk_cond_deferred_run(void);
+
+/*
  * Lock check (meson -Dlockcheck=true, lockcheck.c): under any internal
  * lock no syscall but the lock's own futex calls, no allocation, no
  * cancellation point (design.md, "Checking the rule").  Without the
  * option every hook below is empty.
  */
 #ifdef PLK_LOCKCHECK
-/* Internal locks the calling thread holds now. */
-PLK_HIDDEN extern __thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
 /* RCU read-side sections the calling thread is inside now. */
 PLK_HIDDEN extern __thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
 
@@ -106,30 +128,48 @@ static inline void plk_lockcheck_acquired(void)
 {
 	if (__builtin_expect(plk_rcu_depth != 0, 0))
 		plk_lockcheck_violation("an internal lock taken inside rcu_read_lock()");
-	plk_ilock_depth++;
-}
-
-static inline void plk_lockcheck_released(void)
-{
-	plk_ilock_depth--;
-}
-
-/* A fork child: its lock words are reset by hand, not unlocked. */
-static inline void plk_lockcheck_fork_child(void)
-{
-	plk_ilock_depth = 0;
 }
 #else
 static inline void plk_lockcheck_acquired(void) {}
-static inline void plk_lockcheck_released(void) {}
-static inline void plk_lockcheck_fork_child(void) {}
 #endif
+
+/* A fork child: its lock words are reset by hand, not unlocked, so its
+ * count is too; a signal deferred in the parent is the parent's (its
+ * waiters are not in the child), and the parent runs it. */
+static inline void plk_lockcheck_fork_child(void)
+{
+	plk_ilock_depth = 0;
+	plk_cond_deferred = 0;
+}
+
+/* Count an internal lock as held, before its word is taken. */
+static inline void plk_ilock_enter(void)
+{
+	__atomic_store_n(&plk_ilock_depth, plk_ilock_depth + 1, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* counted before the word is ours */
+}
+
+/* Uncount it, after its word is released; the outermost release runs
+ * what handlers deferred meanwhile (a handler that comes after the count
+ * reaches 0 does its own). */
+static inline void plk_ilock_leave(void)
+{
+	unsigned d = plk_ilock_depth - 1;
+
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* the word is released first */
+	__atomic_store_n(&plk_ilock_depth, d, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* uncounted before the list is read */
+	if (__builtin_expect(d == 0 && (uint32_t)__atomic_load_n(&plk_cond_deferred,
+	                                                         __ATOMIC_RELAXED) != 0, 0))
+		plk_cond_deferred_run();
+}
 
 /** plk_ilock_lock - take @l: one CAS when free. */
 static inline void plk_ilock_lock(plk_ilock_t *l)
 {
 	uint32_t zero = 0;
 
+	plk_ilock_enter();
 	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
 	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		plk_ilock_lock_slow(l);
@@ -139,9 +179,9 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 /** plk_ilock_unlock - release @l, waking its sleepers if there are any. */
 static inline void plk_ilock_unlock(plk_ilock_t *l)
 {
-	plk_lockcheck_released();
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		plk_ilock_unlock_slow(l);
+	plk_ilock_leave();
 }
 
 /** plk_cpu_relax - spin-wait hint. */

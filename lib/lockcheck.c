@@ -114,7 +114,6 @@
 
 #include "futex.h"
 
-__thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
 __thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
 
 /* Frames kept of a violation's stack in warn mode, and distinct stacks

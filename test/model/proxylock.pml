@@ -17,6 +17,10 @@
  *   -DBROKEN_COND_WAKE with -DCOND -DBROADCAST: the waiter a move wakes
  *                     (L free) is not marked requeued, so it retakes L by
  *                     the fast path: the waiters moved behind it are lost
+ *   -DBROKEN_COND_STALE with -DCOND: a move marks L's word without
+ *                     checking that a waiter bound to L is still on c's
+ *                     queue: L touched after its last waiter left (it
+ *                     may have destroyed and freed L by then)
  *   -DNO_M1           leave out the M1 assertions (so a broken variant
  *                     runs on to the hang itself)
  *   -DAPPLY           mutex scenario with the donation engine's apply
@@ -539,6 +543,12 @@ inline cdeq(t) {
 	}
 }
 
+#ifdef BROKEN_COND_STALE
+#define BOUND	1		/* trusts c->__mutex: the old move_to_mutex */
+#else
+#define BOUND	(cql > 0)
+#endif
+
 /* plk_cond_wake -> move_to_mutex, both buckets (c's, then L's). */
 inline cond_wake(all) {
 	if
@@ -546,20 +556,27 @@ inline cond_wake(all) {
 	:: else ->
 		bucket_lock(bc);
 		bucket_lock(bl);
-		/* mutex_mark_waiters */
-		do
-		:: w = word;
-			if
-			:: w == 0 || (w & W) -> break
-			:: else ->
-				atomic {
-					if
-					:: word == w -> setword(w | W); w = w | W; break
-					:: else
-					fi
-				}
-			fi
-		od;
+		/* bound_waiter_queued: L is touched only while a waiter bound
+		 * to it is on c's queue; else it may be freed (issue 35). */
+		if
+		:: BOUND ->
+			CHECK(cql > 0, "violated: L touched after its last waiter left c\n");
+			/* mutex_mark_waiters */
+			do
+			:: w = word;
+				if
+				:: w == 0 || (w & W) -> break
+				:: else ->
+					atomic {
+						if
+						:: word == w -> setword(w | W); w = w | W; break
+						:: else
+						fi
+					}
+				fi
+			od
+		:: else -> w = 0	/* nobody queued: the loop below does nothing */
+		fi;
 		n = 0;
 		do
 		:: cql > 0 ->
