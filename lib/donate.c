@@ -28,7 +28,8 @@
  * never wait for the token.  Those that do, always with no internal lock
  * held: T's own unlock (I1), an application's scheduler call on T
  * (plk_donate_base_set), T's exit (registry.c: the record is retired only
- * with the token) and T's fork() (plk_donate_fork_prepare).
+ * with the token) and T's fork() (plk_donate_fork_prepare, which drops
+ * it before returning).
  *
  * Invariants (each record's fields are under its own lock; the entry for
  * lock L in T.held is written only under L's bucket lock):
@@ -430,32 +431,41 @@ void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns)
 /* --- fork ------------------------------------------------------------ */
 
 /*
- * Before any internal lock: the forking thread takes its own apply token,
- * so that no other thread's calls on it are in flight across the fork and
- * its record says what the kernel has (the child restores from it).
+ * Fork's prepare: the forking thread's base B(T), into *@base, taking
+ * its token only to read it (a lender's calls on it in flight finish
+ * first; an unverified copy is read from the kernel, which then holds
+ * B(T): I4).  Nothing is held on return: a prepare handler that runs
+ * after ours may take an interposed lock, and a lend may then reach us,
+ * so the child compares the kernel's view with this copy
+ * (plk_donate_fork_child) instead of trusting a record.  False if the
+ * caller has no record (out of memory).
  */
-void plk_donate_fork_prepare(void)
+bool plk_donate_fork_prepare(struct plk_sched_ctx *base)
 {
 	struct plk_thread *me = plk_thread_self_cached();
-
-	if (!me)
-		return;
-	plk_ilock_lock(&me->lock);
-	if (plk_thread_token_wait(me, (pid_t)plk_tid()))
-		plk_ilock_unlock(&me->lock);
-}
-
-/* Parent, every internal lock free again: a lend or withdrawal computed
- * for us during the fork found the token taken and left it to us. */
-void plk_donate_fork_parent(void)
-{
-	struct plk_thread *me = plk_thread_self_cached();
+	pid_t tid = (pid_t)plk_tid();
 	uint64_t now_ns = plk_now_ns();
 
 	if (!me)
-		return;
+		return false;
 	plk_ilock_lock(&me->lock);
-	apply_locked(me, (pid_t)plk_tid(), now_ns);
+	if (!plk_thread_token_wait(me, tid))
+		return false;
+	if (me->base_unverified && !base_reread(me, tid))
+		return false;
+	*base = me->base;
+	apply_locked(me, tid, now_ns);  /* installs what is due, drops the token and the lock */
+	return true;
+}
+
+/* Fork child, no internal lock held: back to @base wherever the kernel's
+ * view differs from it (a lend made before the fork was taken). */
+void plk_donate_fork_child(const struct plk_sched_ctx *base)
+{
+	struct plk_sched_ctx now;
+
+	if (plk_sched_read(0, &now) == 0)
+		plk_sched_apply(0, &now, base);
 }
 
 /* --- the application sets its own context ---------------------------- */

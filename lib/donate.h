@@ -82,13 +82,13 @@ PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns);
 
 /**
- * plk_donate_fork_prepare/parent - the forking thread holds its own apply
- * token across fork (taken before any internal lock; in the parent,
- * anything computed for it meanwhile is applied as the token drops; the
- * child's records are all reset).
+ * plk_donate_fork_prepare - copy the forking thread's base context into
+ * *@base, holding nothing on return; false if it has no record.
+ * plk_donate_fork_child - in the child, make the kernel's view of the
+ * caller @base again.  (donate.c, Fork.)
  */
-PLK_HIDDEN void plk_donate_fork_prepare(void);
-PLK_HIDDEN void plk_donate_fork_parent(void);
+PLK_HIDDEN bool plk_donate_fork_prepare(struct plk_sched_ctx *base);
+PLK_HIDDEN void plk_donate_fork_child(const struct plk_sched_ctx *base);
 
 /* Parts of a context an application's scheduler call sets. */
 enum {

@@ -2,26 +2,28 @@
 /*
  * fork.c - keep the library consistent across fork().
  *
- * prepare first adopts the record a waiter made for the forking thread
- * if it has none of its own (see fork_prepare), then takes its own apply
- * token (no other thread's sched calls on it are then in flight, so its
- * record says what the kernel has), then calls the observer's hook (with
- * no internal lock held; the interposer's statistics need none now),
- * then takes every bucket lock, then the registry's free-list lock, so
- * that no internal lock is held by a thread that will not exist in the
- * child; the parent releases them in reverse, then sets the key of a
- * record adopted in prepare.  The child empties the wait queues and the
- * registry (every record names a parent thread), frees the parent
- * threads' read sets, zeroes the counters and resets the TID cache;
- * then, with every internal lock free again, it restores the forking
- * thread's base context if it was boosted.  Locks the forking thread
- * held keep a TID it had before the fork in their word and still count
- * as its own (registry.h: fork aliases).  The child's handlers touch
- * only pages it needs, and what it must find zero the kernel zeroes
- * (MADV_WIPEONFORK): every page a child first touches is a page fault,
- * which is what a fork costs (docs/design.md, Fork).
+ * No internal lock, token or other wait of ours is held across a fork.
+ * glibc runs prepare handlers in reverse order of registration, so the
+ * handlers of libraries loaded before us (an allocator, say) run after
+ * ours, and may take interposed locks that other threads hold; had we
+ * kept our locks, those would wait for the forking thread, or their
+ * holders for ours (issue 35).  What a child must find empty it finds
+ * so from the kernel, before any handler runs in it: the bucket table,
+ * the thread records and their table, the free list, the counters and
+ * the process's identity are on pages marked MADV_WIPEONFORK (registry.h,
+ * Identity).  So prepare only copies the forking thread's base context
+ * (it adopts or makes its record first, so that lends reaching it until
+ * the fork is taken go through a record), and the child compares the
+ * kernel's view with that copy and restores it.  The child also frees
+ * the parent threads' read sets and zeroes what the kernel could not.
+ * Locks the forking thread held keep a TID it had before the fork in
+ * their word and still count as its own (registry.h: fork aliases).
+ * Where the kernel does not do MADV_WIPEONFORK, the child handler resets
+ * by hand, and handlers that run before it (other libraries' child
+ * handlers) see the parent's state (docs/design.md, Fork).
  */
 #include <pthread.h>
+#include <sys/single_threaded.h>
 
 #include "donate.h"
 #include "observe.h"
@@ -30,49 +32,41 @@
 #include "stats.h"
 #include "waitq.h"
 
+/* The forking thread's base, copied in prepare (glibc runs one fork's
+ * handlers at a time); fork_base_copied: there is a copy to restore. */
+static bool fork_base_copied;
+static struct plk_sched_ctx fork_base;
+
 /*
- * A record a waiter made for the forking thread (it took its locks by
- * the fast path) is adopted before the token is taken.  A waiter may
- * make one after that look and before the buckets are held: then
- * everything is let go and the thread adopts (or makes) its record and
- * starts again, so at most twice.  Once every bucket is held no lend to
- * it can be computed, and a record that is gone was retired with
- * nothing of it left in the kernel.
+ * A single-threaded process has no other thread to lend to it while it
+ * forks: nothing to copy, and its child makes no scheduler call.
  */
 static void fork_prepare(void)
 {
 	(void)plk_tid();  /* the TID cached (gettid) before any internal lock is taken */
-	for (bool retry = false;; retry = true) {
-		plk_registry_fork_adopt(retry);
-		plk_donate_fork_prepare();
-		plk_observe_fork_prepare();
-		plk_waitq_fork_prepare();
-		if (retry || !plk_registry_fork_unadopted())
-			break;
-		plk_waitq_fork_parent();
-		plk_observe_fork_parent();
-		plk_donate_fork_parent();
+	fork_base_copied = false;
+	if (!__libc_single_threaded) {
+		plk_registry_fork_adopt();
+		fork_base_copied = plk_donate_fork_prepare(&fork_base);
 	}
-	plk_registry_fork_prepare();
+	plk_observe_fork_prepare();
 }
 
 static void fork_parent(void)
 {
-	plk_registry_fork_parent();
-	plk_waitq_fork_parent();
 	plk_observe_fork_parent();
-	plk_donate_fork_parent();
-	plk_registry_fork_key();  /* after the token is dropped: it may retire the record */
+	plk_registry_fork_key();
 }
 
 static void fork_child(void)
 {
-	plk_lockcheck_fork_child();  /* the lock words are reset below, by hand */
+	plk_lockcheck_fork_child();
 	plk_registry_fork_child();
-	plk_rdset_fork_child();  /* after the TID cache is reset */
+	plk_rdset_fork_child();  /* after the TID is renewed */
 	plk_waitq_fork_child();
 	plk_stats_fork_child();
-	plk_registry_fork_restore();
+	if (fork_base_copied)
+		plk_donate_fork_child(&fork_base);
 	plk_observe_fork_child();
 }
 
@@ -82,6 +76,7 @@ PLK_HIDDEN bool plk_fork_hooks_installed;
 
 static __attribute__((constructor)) void fork_hooks_install(void)
 {
+	plk_registry_fork_init();
 	plk_waitq_fork_init();
 	plk_stats_fork_init();
 	/* The record key made at load, among the program's first keys:

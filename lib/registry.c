@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "wipeonfork.h"
 
 #define TID_BITS 22                    /* PID_MAX_LIMIT on 64-bit Linux */
 #define PAGE_BITS 12
@@ -52,7 +53,7 @@
 #define PAGE_SLOTS (1u << PAGE_BITS)
 #define SLAB_RECORDS 16
 
-__thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
+__thread uint64_t plk_tls_id __attribute__((tls_model("initial-exec")));
 static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-exec")));
 
 static struct plk_thread **pages[NPAGES];
@@ -77,34 +78,116 @@ static bool wipe_on_fork(void *p, size_t bytes)
 	__atomic_store_n(&kept_on_fork, true, __ATOMIC_RELAXED);  /* ordered by the publication */
 	return true;
 }
-static struct plk_thread *free_list;   /* under free_lock */
-static unsigned free_count;            /* records on it; under free_lock, read as a hint */
-static plk_ilock_t free_lock = PLK_ILOCK_INIT;
+/*
+ * What a fork child must find empty, on pages the kernel gives it
+ * zero-filled (MADV_WIPEONFORK; see Identity in registry.h): the child
+ * finds them so before any code runs in it, whichever fork handler runs
+ * first or if none does, so no internal lock needs to be held across a
+ * fork (issue 35: another library's prepare handler, run after ours, may
+ * take an interposed lock).  key is first, on a line of its own that is
+ * written once per process; 64 KiB, so that the advice takes whole pages
+ * whatever the kernel's page size.
+ */
+static union {
+	struct {
+		struct plk_proc id;                    /* plk_proc: the key, read by every plk_tid() */
+		_Alignas(128) pid_t pid;               /* getpid(), cached */
+		plk_ilock_t free_lock;
+		struct plk_thread *free_list;          /* under free_lock */
+		unsigned free_count;                   /* records on it; under free_lock, read as a hint */
+	} p;
+	char page[65536];
+} proc_page __attribute__((aligned(65536)));
+static bool proc_wiped;                       /* the kernel wipes proc_page in a child */
+extern struct plk_proc plk_proc __attribute__((alias("proc_page")));
+/* The generation this process has, or its parent had while this one has
+ * none yet: not wiped, so a child's is one past its parent's. */
+static uint32_t proc_gen;
 static pthread_key_t self_key;
 static bool key_ready;                 /* self_key was created */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* Fork aliases (registry.h), written only by fork's child handler (one
- * thread then), read by every thread. */
+/* Fork aliases (registry.h): written by the survivor of a fork when it
+ * renews its TID, read by every thread. */
 int plk_fork_naliases;
 static uint32_t fork_aliases[PLK_FORK_ALIASES];
-static uint32_t forked_tid, forking_tid;
+static uint32_t forked_tid;
+
+/* The first thread of a process to ask gives it a generation one past
+ * its parent's.  proc_gen is stored before the key: a fork between the
+ * two gives its child a generation past this one, never this one. */
+static uint32_t proc_renew(void)
+{
+	uint32_t gen = __atomic_load_n(&proc_gen, __ATOMIC_RELAXED) + 1, zero = 0;
+
+	if (gen == UINT32_MAX)
+		gen = 1;  /* ~UINT32_MAX is the key of no generation */
+	__atomic_store_n(&proc_gen, gen, __ATOMIC_RELAXED);
+	/* Relaxed: the key guards no data, only the caches' validity.  Two
+	 * threads of a new child racing here compute the same generation. */
+	if (!__atomic_compare_exchange_n(&plk_proc.key, &zero, ~gen, 0, __ATOMIC_RELAXED,
+	                                 __ATOMIC_RELAXED))
+		return zero;
+	return ~gen;
+}
+
+/*
+ * The caller cached @old in another process: it is the thread that
+ * survived a fork, now @tid.  @old becomes its alias; the aliases it
+ * had are kept if it was its parent's survivor too (@old is that fork's
+ * new TID).  Its record, if it had one, describes the parent's thread
+ * (wiped, or left to the fork handler) and its key is cleared.
+ */
+static void survivor_renew(uint32_t old, uint32_t tid)
+{
+	int n = __atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED);
+
+	if (old != __atomic_load_n(&forked_tid, __ATOMIC_RELAXED))
+		n = 0;  /* not the last fork's survivor: no aliases */
+	__atomic_store_n(&fork_aliases[n % PLK_FORK_ALIASES], old, __ATOMIC_RELAXED);
+	/* Release: a reader that sees the count sees the slot. */
+	__atomic_store_n(&plk_fork_naliases, n + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&forked_tid, tid, __ATOMIC_RELAXED);
+	if (tls_self) {
+		tls_self = NULL;
+		if (key_ready)
+			pthread_setspecific(self_key, NULL);  /* a key set before: no allocation */
+	}
+	__atomic_store_n(&plk_proc.survivor, 1, __ATOMIC_RELEASE);
+}
 
 uint32_t plk_tid_slow(void)
 {
-	plk_tls_tid = (uint32_t)gettid();
-	return plk_tls_tid;
+	uint32_t key = __atomic_load_n(&plk_proc.key, __ATOMIC_RELAXED);
+	uint32_t old = (uint32_t)plk_tls_id, tid = (uint32_t)gettid();
+
+	if (key == 0)
+		key = proc_renew();
+	if (old != 0 && old != tid)
+		survivor_renew(old, tid);
+	else if (old == 0 && (pid_t)tid == plk_pid())
+		/* The first thread of this process, with nothing cached
+		 * before: in a fork child, the survivor, with no alias. */
+		__atomic_store_n(&plk_proc.survivor, 1, __ATOMIC_RELEASE);
+	plk_tls_id = (uint64_t)~key << 32 | tid;
+	return tid;
 }
 
-static pid_t pid_cache;  /* getpid() is a syscall in glibc; reset in a fork child */
+bool plk_fork_survivor_pending(void)
+{
+	uint32_t key = __atomic_load_n(&plk_proc.key, __ATOMIC_RELAXED);
+
+	/* A generation past 1 is a fork child's. */
+	return key != 0 && ~key > 1 && !__atomic_load_n(&plk_proc.survivor, __ATOMIC_ACQUIRE);
+}
 
 pid_t plk_pid(void)
 {
-	pid_t pid = __atomic_load_n(&pid_cache, __ATOMIC_RELAXED);
+	pid_t pid = __atomic_load_n(&proc_page.p.pid, __ATOMIC_RELAXED);
 
 	if (pid == 0) {
 		pid = getpid();
-		__atomic_store_n(&pid_cache, pid, __ATOMIC_RELAXED);
+		__atomic_store_n(&proc_page.p.pid, pid, __ATOMIC_RELAXED);
 	}
 	return pid;
 }
@@ -139,7 +222,7 @@ bool plk_thread_exited(pid_t tid)
 	if (tid <= 0)
 		return false;
 	if (syscall(SYS_tgkill, plk_pid(), tid, 0) != 0)
-		gone = errno == ESRCH;
+		gone = errno == ESRCH && !plk_fork_survivor_pending();
 	else
 		gone = tid == plk_pid() && leader_is_zombie();
 	errno = saved;
@@ -153,10 +236,19 @@ bool plk_thread_exited(pid_t tid)
  * memory order is involved: tgkill(pid, tid, 0) fails with ESRCH while
  * no thread of ours has the TID.  Only words naming an alias pay it.
  */
+/* How many slots of the alias ring are in use (registry.h); acquire:
+ * the slots were written before the count. */
+static int aliases_in_use(void)
+{
+	int n = __atomic_load_n(&plk_fork_naliases, __ATOMIC_ACQUIRE);
+
+	return n < PLK_FORK_ALIASES ? n : PLK_FORK_ALIASES;
+}
+
 bool plk_fork_alias_slow(uint32_t tid)
 {
-	for (int i = 0; i < plk_fork_naliases; i++) {
-		if (tid == 0 || fork_aliases[i] != tid)
+	for (int i = 0, n = aliases_in_use(); i < n; i++) {
+		if (tid == 0 || __atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) != tid)
 			continue;
 		int saved = errno;
 		bool taken = syscall(SYS_tgkill, plk_pid(), (pid_t)tid, 0) == 0;
@@ -169,15 +261,15 @@ bool plk_fork_alias_slow(uint32_t tid)
 
 bool plk_fork_alias_listed(uint32_t tid)
 {
-	for (int i = 0; i < plk_fork_naliases; i++)
-		if (tid != 0 && fork_aliases[i] == tid)
+	for (int i = 0, n = aliases_in_use(); i < n; i++)
+		if (tid != 0 && __atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) == tid)
 			return true;
 	return false;
 }
 
 uint32_t plk_forked_tid(void)
 {
-	return forked_tid;
+	return __atomic_load_n(&forked_tid, __ATOMIC_RELAXED);
 }
 
 /* --- the table ------------------------------------------------------- */
@@ -236,13 +328,13 @@ static bool slab_add(void)
 		munmap(slab, SLAB_RECORDS * sizeof(*slab));
 		return false;
 	}
-	plk_ilock_lock(&free_lock);
+	plk_ilock_lock(&proc_page.p.free_lock);
 	for (int i = 0; i < SLAB_RECORDS; i++) {
-		slab[i].free_next = free_list;
-		__atomic_store_n(&free_list, &slab[i], __ATOMIC_RELAXED);
+		slab[i].free_next = proc_page.p.free_list;
+		__atomic_store_n(&proc_page.p.free_list, &slab[i], __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&free_count, free_count + SLAB_RECORDS, __ATOMIC_RELAXED);
-	plk_ilock_unlock(&free_lock);
+	__atomic_store_n(&proc_page.p.free_count, proc_page.p.free_count + SLAB_RECORDS, __ATOMIC_RELAXED);
+	plk_ilock_unlock(&proc_page.p.free_lock);
 	return true;
 }
 
@@ -251,12 +343,12 @@ static struct plk_thread *record_pop(void)
 {
 	struct plk_thread *t;
 
-	plk_ilock_lock(&free_lock);
-	if ((t = free_list)) {
-		__atomic_store_n(&free_list, t->free_next, __ATOMIC_RELAXED);
-		__atomic_store_n(&free_count, free_count - 1, __ATOMIC_RELAXED);
+	plk_ilock_lock(&proc_page.p.free_lock);
+	if ((t = proc_page.p.free_list)) {
+		__atomic_store_n(&proc_page.p.free_list, t->free_next, __ATOMIC_RELAXED);
+		__atomic_store_n(&proc_page.p.free_count, proc_page.p.free_count - 1, __ATOMIC_RELAXED);
 	}
-	plk_ilock_unlock(&free_lock);
+	plk_ilock_unlock(&proc_page.p.free_lock);
 	return t;
 }
 
@@ -282,16 +374,16 @@ bool plk_registry_reserve(pid_t tid)
 {
 	if (tid > 0 && !slot_of(tid, true))
 		return false;
-	return __atomic_load_n(&free_list, __ATOMIC_RELAXED) != NULL || slab_add();
+	return __atomic_load_n(&proc_page.p.free_list, __ATOMIC_RELAXED) != NULL || slab_add();
 }
 
 static void record_free(struct plk_thread *t)
 {
-	plk_ilock_lock(&free_lock);
-	t->free_next = free_list;
-	__atomic_store_n(&free_list, t, __ATOMIC_RELAXED);
-	__atomic_store_n(&free_count, free_count + 1, __ATOMIC_RELAXED);
-	plk_ilock_unlock(&free_lock);
+	plk_ilock_lock(&proc_page.p.free_lock);
+	t->free_next = proc_page.p.free_list;
+	__atomic_store_n(&proc_page.p.free_list, t, __ATOMIC_RELAXED);
+	__atomic_store_n(&proc_page.p.free_count, proc_page.p.free_count + 1, __ATOMIC_RELAXED);
+	plk_ilock_unlock(&proc_page.p.free_lock);
 }
 
 bool plk_registry_reserve_n(const pid_t *tids, int n)
@@ -301,7 +393,7 @@ bool plk_registry_reserve_n(const pid_t *tids, int n)
 			return false;
 	/* A hint, as in plk_registry_reserve: short, and the last readers
 	 * go without a lend this time (chain_truncated). */
-	while (__atomic_load_n(&free_count, __ATOMIC_RELAXED) < (unsigned)n)
+	while (__atomic_load_n(&proc_page.p.free_count, __ATOMIC_RELAXED) < (unsigned)n)
 		if (!slab_add())
 			return false;
 	return true;
@@ -474,8 +566,11 @@ void plk_registry_key_init(void)
 	pthread_once(&key_once, key_init);
 }
 
+/* plk_tid() first: in a fork child the survivor's record is the
+ * parent's, and renewing its TID forgets it (survivor_renew). */
 struct plk_thread *plk_thread_self_cached(void)
 {
+	(void)plk_tid();
 	return tls_self;
 }
 
@@ -505,7 +600,7 @@ static void unadopt(struct plk_thread *t)
 
 struct plk_thread *plk_thread_self(void)
 {
-	struct plk_thread *t = tls_self;
+	struct plk_thread *t = plk_thread_self_cached();
 
 	if (__builtin_expect(t != NULL, 1))
 		return t;
@@ -534,43 +629,27 @@ unsigned long plk_registry_count(void)
 
 /* --- fork ------------------------------------------------------------ */
 
-static bool fork_restore;
-static struct plk_sched_ctx fork_applied, fork_base;
 /*
  * A thread lent to while it holds a lock it took by the fast path has
  * only the record a waiter made for its TID.  The forking thread adopts
- * it before any internal lock is taken, so that fork's handlers take its
- * token and the child restores its base (docs/design.md, Fork).  Not
- * pthread_setspecific here: it may allocate (keys past glibc's 32nd),
- * and an allocator's own prepare handler may already hold its locks; the
- * thread cannot exit before the parent handler sets it.  @create: make
- * the record if there is none (the retry, once a waiter was seen to make
- * one after the first look); else adopt only one that exists, so a
- * process that never contended makes none.
+ * it, or makes one, in prepare, so that the lends that reach it until
+ * the fork is taken go through a record whose base prepare copied
+ * (docs/design.md, Fork).  Not pthread_setspecific here: it may allocate
+ * (keys past glibc's 32nd), and an allocator's own prepare handler may
+ * already hold its locks; the thread cannot exit before the parent
+ * handler sets it.
  */
-void plk_registry_fork_adopt(bool create)
+void plk_registry_fork_adopt(void)
 {
 	struct plk_thread *t;
 
-	if (tls_self || (!create && !plk_thread_find((pid_t)plk_tid())))
-		return;
-	if ((t = adopt(create ? PLK_RECORD_CREATE : PLK_RECORD_FIND)))
+	if (!tls_self && (t = adopt(PLK_RECORD_CREATE)))
 		tls_self = t;  /* the key is set by plk_registry_fork_key */
 }
 
-/* Every bucket lock held: does a record of the caller's TID exist that
- * it has not adopted?  Then a waiter made it (and may have lent through
- * it) after plk_registry_fork_adopt looked.  No record can be made for
- * it now: records are made under a bucket lock, or by a scheduler call
- * on it, which lends nothing.  Lock-free loads only (I5). */
-bool plk_registry_fork_unadopted(void)
-{
-	return !tls_self && plk_thread_find((pid_t)plk_tid());
-}
-
-/* Parent, every internal lock and the token free again: set the key of
- * a record adopted in prepare (a plain load if there is none: no TLS of
- * its own, as static TLS is scarce for a dlopen'd library). */
+/* Parent: set the key of a record adopted in prepare (a plain load if
+ * there is none: no TLS of its own, as static TLS is scarce for a
+ * dlopen'd library). */
 void plk_registry_fork_key(void)
 {
 	struct plk_thread *t = tls_self;
@@ -583,99 +662,31 @@ void plk_registry_fork_key(void)
 	}
 }
 
-void plk_registry_fork_restore(void)
+void plk_registry_fork_init(void)
 {
-	if (fork_restore)
-		plk_sched_apply(0, &fork_applied, &fork_base);
-	fork_restore = false;
-}
-
-/* Fork child: clear @t's lock word and token waiter count, storing
- * only if not already 0 (a store to a page shared with the parent copies
- * it). */
-static void reset_if_set(struct plk_thread *t)
-{
-	if (t->lock.word)
-		t->lock.word = 0;
-	if (t->apply_waiters)
-		t->apply_waiters = 0;
-}
-
-/* Every internal lock but free_lock held, and our apply token: our
- * record says what the kernel has, and nobody changes it until the fork
- * is done.  The child restores from this copy (its records are wiped). */
-void plk_registry_fork_prepare(void)
-{
-	struct plk_thread *me = tls_self;
-
-	forking_tid = plk_tid();
-	fork_restore = me && !plk_sched_equal(&me->applied, &me->base);
-	if (fork_restore) {
-		fork_applied = me->applied;
-		fork_base = me->base;
-	}
-	plk_ilock_lock(&free_lock);
-}
-
-void plk_registry_fork_parent(void)
-{
-	plk_ilock_unlock(&free_lock);
+	proc_wiped = plk_bss_wipe_on_fork(&proc_page, sizeof(proc_page));
 }
 
 /*
- * Child: only the forking thread survives, under a new TID.  It keeps
- * its aliases if it was itself a fork's survivor, and gains the TID it
- * had in the parent.  Every record describes a parent thread: the kernel
- * gave the child the table's pages and the record slabs zero-filled
- * (see the top), so it only forgets the free list.  Walking the table to
- * retire the records cost every child a fault per 4 KiB of a table page
- * the parent never touched (8 of a two-thread program's 44 extra faults,
- * issue 18), and the free list one page read per record ever made.
- * Where the kernel cannot wipe them, the table is emptied and the
- * records retired by hand, storing only where a word is not already 0
- * (a store to a page shared with the parent copies it).
+ * Child: only the forking thread survives, under a new TID.  Every
+ * record describes a parent thread: the kernel gave the child the
+ * table's pages, the record slabs and the free list zero-filled (see the
+ * top), and plk_tid() renews the caller's TID (which the child handlers
+ * of libraries registered before us may have done already), taking its
+ * aliases.  Walking the table to retire the records cost every child a
+ * fault per 4 KiB of a table page the parent never touched (issue 18).
+ * Where the kernel cannot wipe them, the child forgets them by hand: the
+ * table is emptied and the records left unreachable, unread (a parent
+ * thread may have been writing one when the fork was taken: nothing is
+ * held across a fork).
  */
 void plk_registry_fork_child(void)
 {
-	struct plk_thread *me = tls_self;
-
-	if (forking_tid != forked_tid)
-		plk_fork_naliases = 0;  /* not the last fork's survivor: no aliases */
-	if (plk_fork_naliases == PLK_FORK_ALIASES) {
-		memmove(fork_aliases, fork_aliases + 1, sizeof(fork_aliases) - sizeof(fork_aliases[0]));
-		plk_fork_naliases--;
-	}
-	fork_aliases[plk_fork_naliases++] = forking_tid;
-	pid_cache = 0;
-	plk_tls_tid = 0;
-	forked_tid = plk_tid();
-	tls_self = NULL;
-	free_lock.word = 0;
-	/* The key is set while tls_self is (but for a record adopted in
-	 * prepare, whose key the parent sets: clearing an unset key
-	 * allocates nothing). */
-	if (key_ready && me)
-		pthread_setspecific(self_key, NULL);
-	if (!kept_on_fork) {
-		free_list = NULL;
-		free_count = 0;
-		return;
-	}
-	/* Parent threads asleep for a token are not in the child. */
-	for (struct plk_thread *t = free_list; t; t = t->free_next)
-		reset_if_set(t);
-	for (unsigned p = 0; p < NPAGES; p++) {
-		struct plk_thread **page = pages[p];
-
-		for (unsigned i = 0; page && i < PAGE_SLOTS; i++) {
-			struct plk_thread *t = page[i];
-
-			if (!t)
-				continue;
-			page[i] = NULL;
-			reset_if_set(t);
-			t->tid = 0;
-			record_free(t);
-		}
-	}
+	if (!proc_wiped)
+		memset(&proc_page.p, 0, sizeof(proc_page.p));
+	if (kept_on_fork)
+		memset(pages, 0, sizeof(pages));
+	(void)plk_tid();
+	/* Our handler ran: the caller is the survivor, renewed. */
+	__atomic_store_n(&plk_proc.survivor, 1, __ATOMIC_RELEASE);
 }

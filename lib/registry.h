@@ -109,20 +109,53 @@ static inline void *plk_blocked_mutex(struct plk_thread *t)
 	return ((uintptr_t)p & PLK_COND_TAG) ? NULL : p;
 }
 
-/**
- * plk_tid - the caller's TID from a TLS cache (one syscall per thread;
- * the fork child handler resets it).  Hot: inlined into the fast path.
+/*
+ * Identity.  plk_tid() is the caller's TID, cached in TLS (plk_tls_id:
+ * the TID in the lower half, in the upper the generation of the process
+ * that cached it).  The process's generation is kept inverted in
+ * plk_proc.key, on a page every fork child gets zero-filled from the
+ * kernel (MADV_WIPEONFORK), however it was made: fork(), _Fork(),
+ * syscall(SYS_fork), clone() without CLONE_VM.  There the key reads 0,
+ * which inverts to a generation never used; a thread that never cached
+ * its TID holds generation 0, which no key inverts to.  Either way the
+ * comparison fails and plk_tid_slow renews the cache: the first thread
+ * of a new process gives it a new generation, and the thread that
+ * survived the fork learns its new TID and keeps the old one as an alias
+ * (below).  The key is written once per process, so a relaxed load
+ * serves: a thread that reads 0 just takes the slow path.
  */
-PLK_HIDDEN extern __thread uint32_t plk_tls_tid __attribute__((tls_model("initial-exec")));
+struct plk_proc {
+	uint32_t key;                  /* ~generation; 0: none yet in this process */
+	uint32_t survivor;             /* the fork's surviving thread renewed its TID */
+};
+PLK_HIDDEN extern struct plk_proc plk_proc;
+
+PLK_HIDDEN extern __thread uint64_t plk_tls_id __attribute__((tls_model("initial-exec")));
 PLK_HIDDEN uint32_t plk_tid_slow(void);
+
+/** plk_tid - the caller's TID (see Identity above).  Hot: inlined into
+ * every fast path: one TLS load and one relaxed load of a line no one
+ * writes. */
 static inline uint32_t plk_tid(void)
 {
-	uint32_t tid = plk_tls_tid;
+	uint64_t id = plk_tls_id;
 
-	return __builtin_expect(tid != 0, 1) ? tid : plk_tid_slow();
+	if (__builtin_expect((uint32_t)(id >> 32) == ~__atomic_load_n(&plk_proc.key, __ATOMIC_RELAXED), 1))
+		return (uint32_t)id;
+	return plk_tid_slow();
 }
 
-/** plk_pid - getpid(), cached (the fork child handler resets it). */
+/**
+ * plk_fork_survivor_pending - this process is a fork child whose
+ * surviving thread has not renewed its TID yet (no fork handler of ours
+ * ran: _Fork(), a raw fork syscall), so a lock word may name it by a TID
+ * no alias list holds yet.  A TID that no thread of ours has may then be
+ * that thread's (plk_thread_exited says alive).
+ */
+PLK_HIDDEN bool plk_fork_survivor_pending(void);
+
+/** plk_pid - getpid(), cached on the page a fork child gets zero-filled
+ * (see Identity above), so a child of any kind asks again. */
 PLK_HIDDEN pid_t plk_pid(void);
 
 /*
@@ -131,7 +164,11 @@ PLK_HIDDEN pid_t plk_pid(void);
  * grandparent, and so on.  Those earlier TIDs are its aliases: up to
  * PLK_FORK_ALIASES of them, the oldest dropped first.  Only the thread
  * that a fork created (plk_forked_tid) has aliases, and a TID stops being
- * one when a new thread of this process is given it.
+ * one when a new thread of this process is given it.  The thread adds
+ * its alias itself when it renews its TID (plk_tid_slow), which other
+ * threads of the child may already be running beside: the list is a
+ * ring, written slot first, count (plk_fork_naliases, all ever added)
+ * last with release; readers scan the last PLK_FORK_ALIASES slots.
  */
 #define PLK_FORK_ALIASES 16
 PLK_HIDDEN extern int plk_fork_naliases;
@@ -248,33 +285,28 @@ PLK_HIDDEN void plk_thread_token_drop_unlock(struct plk_thread *t);
  * plk_thread_exited - true if no thread of this process has TID @tid
  * any more (the kernel's answer: tgkill signal 0 fails with ESRCH; for
  * the thread-group leader, which stays a zombie after pthread_exit,
- * /proc's).  A TID reused by a new thread of ours reads as alive.
+ * /proc's).  A TID reused by a new thread of ours reads as alive, and
+ * so does every TID while plk_fork_survivor_pending().
  */
 PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);
 
-/** plk_registry_fork_prepare/parent/child - pthread_atfork hooks. */
-PLK_HIDDEN void plk_registry_fork_prepare(void);
-PLK_HIDDEN void plk_registry_fork_parent(void);
+/** plk_registry_fork_init - at load: mark the page a fork child must
+ * find zero-filled (see Identity above). */
+PLK_HIDDEN void plk_registry_fork_init(void);
+
+/** plk_registry_fork_child - the pthread_atfork child hook (registry.c). */
 PLK_HIDDEN void plk_registry_fork_child(void);
 
 /**
- * plk_registry_fork_adopt - fork's prepare, before any internal lock:
- * adopt the caller's record if a waiter made one for it (@create: make
- * one if there is none).  plk_registry_fork_unadopted - under every
- * bucket lock: has one been made since, unadopted?  plk_registry_fork_key
- * - the parent, with no internal lock held: set the key of a record
- * adopted in prepare.
+ * plk_registry_fork_adopt - fork's prepare, with no internal lock held:
+ * adopt the caller's record, making one if there is none.
+ * plk_registry_fork_key - the parent: set the key of a record adopted in
+ * prepare.
  */
-PLK_HIDDEN void plk_registry_fork_adopt(bool create);
-PLK_HIDDEN bool plk_registry_fork_unadopted(void);
+PLK_HIDDEN void plk_registry_fork_adopt(void);
 PLK_HIDDEN void plk_registry_fork_key(void);
-
-/** plk_registry_fork_restore - fork child, after every internal lock is
- * reset: give the surviving thread back its base context if it was being
- * lent to (no syscall under a lock, I5). */
-PLK_HIDDEN void plk_registry_fork_restore(void);
 
 #endif /* PLK_REGISTRY_H */

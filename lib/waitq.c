@@ -30,9 +30,8 @@
  * is set up on first use, under the bucket lock.  Whole pages of their
  * own, marked MADV_WIPEONFORK when that works (anonymous .bss, Linux
  * 4.14+): a fork child then gets them zero-filled, which is the reset it
- * needs, and neither side copies them (fork's prepare writes every
- * bucket lock, so otherwise the parent's unlocks and the child's resets
- * each copied all four pages, on every fork).
+ * needs, before any of its code runs (no bucket lock is held across a
+ * fork: fork.c), and neither side copies them.
  */
 static struct plk_bucket buckets[PLK_WAITQ_BUCKETS] __attribute__((aligned(4096)));
 static bool buckets_wipe_on_fork;
@@ -190,18 +189,6 @@ void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state)
 void plk_waitq_unpark(struct plk_thread *t)
 {
 	plk_futex_wake(&t->park, 1);
-}
-
-void plk_waitq_fork_prepare(void)
-{
-	for (int i = 0; i < PLK_WAITQ_BUCKETS; i++)
-		plk_ilock_lock(&buckets[i].lock);
-}
-
-void plk_waitq_fork_parent(void)
-{
-	for (int i = PLK_WAITQ_BUCKETS - 1; i >= 0; i--)
-		plk_ilock_unlock(&buckets[i].lock);
 }
 
 void plk_waitq_fork_init(void)

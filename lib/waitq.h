@@ -100,9 +100,7 @@ PLK_HIDDEN void plk_waitq_unpark(struct plk_thread *t);
  * MADV_WIPEONFORK if the kernel allows (then the child hook has nothing
  * to do).  Makes a syscall: call it with no internal lock held. */
 PLK_HIDDEN void plk_waitq_fork_init(void);
-/** plk_waitq_fork_prepare/parent/child - pthread_atfork hooks. */
-PLK_HIDDEN void plk_waitq_fork_prepare(void);
-PLK_HIDDEN void plk_waitq_fork_parent(void);
+/** plk_waitq_fork_child - the pthread_atfork child hook. */
 PLK_HIDDEN void plk_waitq_fork_child(void);
 
 #endif /* PLK_WAITQ_H */

@@ -279,6 +279,102 @@ START_TEST(in_a_fork_child_a_lock_held_by_another_parent_thread_has_a_dead_owner
 }
 END_TEST
 
+/* A child process made without any fork handler running. */
+enum bare_fork { BARE_FORK_LIBC, BARE_FORK_SYSCALL };
+
+static pid_t bare_fork(enum bare_fork how)
+{
+	return how == BARE_FORK_LIBC ? _Fork() : (pid_t)syscall(SYS_fork);
+}
+
+/* Another thread of the calling process tries @m for 200 ms: its result. */
+static void *try_for_a_while(void *arg)
+{
+	struct timespec ts;
+	struct locker *l = arg;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	l->err = proxylock_mutex_timedlock(l->m, &ts);
+	return NULL;
+}
+
+static int try_from_another_thread(proxylock_mutex_t *m)
+{
+	struct locker l = { .m = m };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, try_for_a_while, &l) != 0 || pthread_join(t, NULL) != 0)
+		return -1;
+	return l.err;
+}
+
+/* The child's checks; its exit status names the first that failed. */
+static int bare_child(proxylock_mutex_t *before, proxylock_mutex_t *after)
+{
+	/* Before the survivor has run any lock call here: the lock it took
+	 * in the parent is still its own. */
+	if (try_from_another_thread(before) != ETIMEDOUT)
+		return 2;
+	if (proxylock_mutex_lock(after) != 0)
+		return 3;
+	if (proxylock_mutex_owner(after) != gettid_())
+		return 4;  /* the word names a TID the survivor no longer has */
+	if (try_from_another_thread(after) != ETIMEDOUT)
+		return 5;
+	if (try_from_another_thread(before) != ETIMEDOUT)
+		return 6;
+	if (proxylock_mutex_unlock(after) != 0 || proxylock_mutex_unlock(before) != 0)
+		return 7;
+	return try_from_another_thread(before) == 0 ? 0 : 8;
+}
+
+static void check_bare_fork(enum bare_fork how)
+{
+	static proxylock_mutex_t before, after;
+	int status;
+	pid_t child;
+
+	robust_init(&before, PROXYLOCK_MUTEX_NORMAL);
+	robust_init(&after, PROXYLOCK_MUTEX_NORMAL);
+	ck_assert_int_eq(proxylock_mutex_lock(&before), 0);
+	child = bare_fork(how);
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(bare_child(&before, &after));
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "child status %#x (exit 2: a lock the survivor held from the parent was "
+	              "taken as a dead owner's before it ran a lock call, 3: its lock failed, "
+	              "4: its word names a stale TID, 5: a lock it took in the child was taken "
+	              "as a dead owner's, 6: the one from the parent was after its first lock "
+	              "call, 7: its unlock failed, 8: the lock stayed held)", status);
+	ck_assert_int_eq(proxylock_mutex_unlock(&before), 0);
+}
+
+/*
+ * A process made by _Fork() (glibc 2.34+) or a raw fork syscall runs no
+ * fork handler: the surviving thread's identity is still right there.  A
+ * lock it takes in the child names its new TID, and one it held from the
+ * parent stays its own, so another thread of the child never takes
+ * either as a dead owner's (two owners).
+ */
+START_TEST(after_Fork_the_survivors_locks_are_never_taken_as_a_dead_owners)
+{
+	check_bare_fork(BARE_FORK_LIBC);
+}
+END_TEST
+
+START_TEST(after_a_raw_fork_syscall_the_survivors_locks_are_never_taken_as_a_dead_owners)
+{
+	check_bare_fork(BARE_FORK_SYSCALL);
+}
+END_TEST
+
 /* In the child below: wait for the waiter's verdict and send it up the pipe. */
 static int verdict_fd = -1;
 
@@ -400,6 +496,12 @@ static Suite *robust_suite(void)
 	tcase_add_test(tc, a_main_thread_that_leaves_by_pthread_exit_is_a_dead_owner);
 	tcase_add_test(tc, a_stalled_lock_whose_owner_exited_stays_held_but_is_counted_and_named);
 	tcase_add_test(tc, a_live_owner_is_never_taken_for_dead);
+#ifndef __SANITIZE_THREAD__
+	/* TSan's state in a child no fork handler of its own saw is the
+	 * parent's: its new threads trip it. */
+	tcase_add_test(tc, after_Fork_the_survivors_locks_are_never_taken_as_a_dead_owners);
+	tcase_add_test(tc, after_a_raw_fork_syscall_the_survivors_locks_are_never_taken_as_a_dead_owners);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
