@@ -325,7 +325,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		return false;
 	wr = first_writer(b, rw, &reader);
 	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
-	    g->now_ns - wr->enq_ns < plk_config()->handoff_ns) {
+	    !plk_waited_bound(wr, g->now_ns)) {
 		/* Release and wake, as a mutex does (RW8): the writer comes
 		 * back to the bucket and takes L or queues again at the head;
 		 * a running thread may take L first.  Handed instead once it
