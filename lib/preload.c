@@ -23,9 +23,13 @@
  * priority only where sched_setscheduler is permitted, and a thread made
  * RT by rtkit (PipeWire, JACK) without RLIMIT_RTPRIO would lose the
  * kernel PI it asked for.  So by default (auto) they become proxylocks
- * only if RT can be lent (proxylock_donate_kinds() has
- * PROXYLOCK_DONATE_RT, probed once) and stay glibc's kernel PI futexes
- * otherwise; PROXYLOCK_PI=proxy or =kernel decides for every one.
+ * only if RT can be lent when they are initialised (proxylock_donate_kinds()
+ * has PROXYLOCK_DONATE_RT, probed once, and the thread still has
+ * CAP_SYS_NICE or RLIMIT_RTPRIO, asked at each init: a daemon may drop
+ * them after the probe) and stay glibc's kernel PI futexes otherwise;
+ * PROXYLOCK_PI=proxy or =kernel decides for every one.  A PI mutex made a
+ * proxylock before a drop stays one; its RT lends the kernel then refuses
+ * are counted (stats.eperm_skipped, the report).
  *
  * liburcu's own mutexes and condvars stay glibc's too, told by the
  * caller: a call whose return address lies in liburcu's code goes to
@@ -523,13 +527,16 @@ static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm, u
 	return plk_mutex_unlock_fast(m) ? 0 : unlock_slow(m);
 }
 
-/* PROXYLOCK_PI (see the top): may a PTHREAD_PRIO_INHERIT mutex be ours? */
+/* PROXYLOCK_PI (see the top): may a PTHREAD_PRIO_INHERIT mutex be ours?
+ * auto asks the kernel again at each init: the cached probe may predate
+ * a privilege drop, after which a proxylock could lend no RT at all. */
 static bool pi_as_proxylock(void)
 {
 	int pi = plk_config()->pi;
 
 	return pi == PLK_PI_PROXY ||
-	       (pi == PLK_PI_AUTO && (proxylock_donate_kinds() & PROXYLOCK_DONATE_RT));
+	       (pi == PLK_PI_AUTO && (proxylock_donate_kinds() & PROXYLOCK_DONATE_RT) &&
+	        plk_sched_rt_permitted());
 }
 
 PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)

@@ -956,9 +956,44 @@ static void *trylock_other(void *m)
 	return (void *)(intptr_t)pthread_mutex_trylock(m);
 }
 
+/* proxylock_stats_get, through the interposer (this test is not linked
+ * with libproxylock). */
+static uint64_t eperm_skipped_now(void)
+{
+	void (*get)(struct proxylock_stats *);
+	void *p = dlsym(RTLD_DEFAULT, "proxylock_stats_get");
+	struct proxylock_stats st;
+
+	if (!p)
+		return UINT64_MAX;
+	memcpy(&get, &p, sizeof(p));
+	get(&st);
+	return st.eperm_skipped;
+}
+
+static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* At nice 0 (raised from its creator's -5, which needs no privilege),
+ * holds ep_lock until someone has queued on it and waited 20 ms. */
+static void *ep_holder(void *arg)
+{
+	(void)arg;
+	if (setpriority(PRIO_PROCESS, 0, 0) != 0)
+		return (void *)1;
+	pthread_mutex_lock(&ep_lock);
+	while (!(__atomic_load_n((uint32_t *)&ep_lock, __ATOMIC_ACQUIRE) & 0x80000000u))
+		usleep(1000);
+	usleep(20 * 1000);
+	pthread_mutex_unlock(&ep_lock);
+	return NULL;
+}
+
 /* In a child without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 (a thread made
- * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy. */
-static int pi_child_without_rt(bool want_glibc)
+ * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy.
+ * @probe_first: the interposer probed its privileges before the drop (a
+ * daemon that contended as root); then also a nice lend the kernel now
+ * refuses is counted (stats.eperm_skipped). */
+static int pi_child_without_rt(bool want_glibc, bool probe_first)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
@@ -968,7 +1003,11 @@ static int pi_child_without_rt(bool want_glibc)
 	pthread_t th;
 	void *busy;
 
-	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || syscall(SYS_capget, &hdr, data) != 0)
+	if (probe_first && (!(caps_of_interposer() & PROXYLOCK_DONATE_RT) ||
+	                    setpriority(PRIO_PROCESS, 0, -5) != 0))
+		return 9;  /* root, probed: RT and nice lendable, and we are at nice -5 */
+	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || setrlimit(RLIMIT_NICE, &zero) != 0 ||
+	    syscall(SYS_capget, &hdr, data) != 0)
 		return 10;
 	for (int i = 0; i < 2; i++)
 		data[i].effective = data[i].permitted = data[i].inheritable = 0;
@@ -976,7 +1015,7 @@ static int pi_child_without_rt(bool want_glibc)
 		return 11;
 	if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) != -1 || errno != EPERM)
 		return 12;  /* RT must really be refused here */
-	if (caps_of_interposer() & PROXYLOCK_DONATE_RT)
+	if (!probe_first && (caps_of_interposer() & PROXYLOCK_DONATE_RT))
 		return 13;  /* probed before we dropped it */
 	pi_mutex_init(&m);
 	if (kept_glibc_pi(&m) != want_glibc)
@@ -987,21 +1026,46 @@ static int pi_child_without_rt(bool want_glibc)
 	pthread_join(th, &busy);
 	if ((intptr_t)busy != EBUSY || pthread_mutex_unlock(&m) != 0 || pthread_mutex_destroy(&m) != 0)
 		return 16;
+	if (probe_first) {
+		uint64_t before = eperm_skipped_now();
+		void *ret;
+
+		pthread_create(&th, NULL, ep_holder, NULL);
+		usleep(5000);
+		pthread_mutex_lock(&ep_lock);  /* lends nice -5: refused now */
+		pthread_mutex_unlock(&ep_lock);
+		pthread_join(th, &ret);
+		if (ret || before == UINT64_MAX || eperm_skipped_now() <= before)
+			return 17;
+	}
 	return 0;
 }
 
-START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
+static void pi_child_check(bool probe_first)
 {
 	bool want_glibc = strcmp(pi_mode(), "proxy") != 0;
 	int status;
 	pid_t pid = fork();
 
 	if (pid == 0)
-		_exit(pi_child_without_rt(want_glibc));
+		_exit(pi_child_without_rt(want_glibc, probe_first));
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	              "PROXYLOCK_PI=%s: child failed at step %d (status %#x)", pi_mode(),
 	              WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+}
+
+START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
+{
+	pi_child_check(false);
+}
+END_TEST
+
+/* The same after a probe made with privileges (issue 29): auto decides
+ * at each PI init from what the thread may do then. */
+START_TEST(priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe)
+{
+	pi_child_check(true);
 }
 END_TEST
 
@@ -1033,6 +1097,7 @@ static Suite *preload_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent);
 	tcase_add_test(tc, priority_inherit_stays_the_kernels_where_rt_cannot_be_lent);
+	tcase_add_test(tc, priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe);
 	suite_add_tcase(s, tc);
 	return s;
 }
