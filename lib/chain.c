@@ -119,10 +119,12 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	}
 	if (w & (PLK_RW_WRITER | PLK_RW_SOLO)) {
 		/* The word names its one holder: the writer, or a solo reader
-		 * (which unlocks by the bucket while the bit is set). */
-		pid_t owner = plk_owner_tid_locked(w & (w & PLK_RW_WRITER ? PLK_RW_VALUE : PLK_RW_COUNT));
+		 * (which unlocks by the bucket while the bit is set), unless
+		 * that reader exited holding it (plk_rw_dead_reader). */
+		uint32_t named = w & (w & PLK_RW_WRITER ? PLK_RW_VALUE : PLK_RW_COUNT);
+		pid_t owner = plk_owner_tid_locked(named);
 
-		if (owner)
+		if (owner && ((w & PLK_RW_WRITER) || named != plk_rw_dead_reader(rw)))
 			plk_donate_set(owner, rw, &lend, depth);
 		return;
 	}
@@ -136,9 +138,10 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	}
 	for (int i = 0; i < n; i++)
 		plk_donate_set(tids[i], rw, &lend, depth);
-	pid_t converted = plk_owner_tid_locked(plk_rw_solo_field(rw) & PLK_RW_COUNT);
+	uint32_t named = plk_rw_solo_field(rw) & PLK_RW_COUNT;
+	pid_t converted = plk_owner_tid_locked(named);
 
-	if (converted)
+	if (converted && named != plk_rw_dead_reader(rw))
 		plk_donate_set(converted, rw, &lend, depth);
 }
 

@@ -40,6 +40,29 @@ const char *plk_env(const char *name)
 	return secure_getenv(name);
 }
 
+/*
+ * PROXYLOCK_HANDOFF_US: decimal microseconds.  A value whose nanoseconds
+ * pass INT64_MAX (about 292 years) is clamped to it: every handoff test
+ * (plk_waited_bound) is signed, and the clamped bound, like any bound
+ * longer than the wait, means "never handed: woken to compete".  Anything
+ * but digits (empty, a sign, trailing text) keeps the default.
+ */
+static uint64_t parse_handoff_ns(const char *s, uint64_t dflt)
+{
+	const uint64_t max_us = (uint64_t)INT64_MAX / 1000;
+	uint64_t us = 0;
+
+	if (!*s)
+		return dflt;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return dflt;
+		if (us <= max_us)  /* past it, stays past it: no wrap */
+			us = us * 10 + (uint64_t)(*s - '0');
+	}
+	return us > max_us ? (uint64_t)INT64_MAX : us * 1000;
+}
+
 static void config_read(void)
 {
 	const char *s;
@@ -54,7 +77,7 @@ static void config_read(void)
 		                : strcmp(s, "node") == 0  ? PROXYLOCK_AFFINITY_NODE
 		                                          : PROXYLOCK_AFFINITY_WAITERS;
 	if ((s = plk_env("PROXYLOCK_HANDOFF_US")) != NULL)
-		config.handoff_ns = strtoull(s, NULL, 10) * 1000;
+		config.handoff_ns = parse_handoff_ns(s, config.handoff_ns);
 	s = plk_env("PROXYLOCK_STATS");
 	config.stats = s && *s && strcmp(s, "0") != 0;
 	if ((s = plk_env("PROXYLOCK_PI")) != NULL)

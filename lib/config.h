@@ -5,7 +5,8 @@
  *   PROXYLOCK_AFFINITY    waiters | union | node (default waiters)
  *   PROXYLOCK_HANDOFF_US  a waiter queued this long gets the lock handed
  *                         to it directly, at the next unlock that finds
- *                         it first in line (default 500)
+ *                         it first in line (default 500; clamped to
+ *                         INT64_MAX ns, "never"; not a number: 500)
  *   PROXYLOCK_STATS       non-empty and not "0": the interposer's exit
  *                         report, and a line on stderr for each lock
  *                         found held by an exited thread
@@ -28,7 +29,7 @@
 struct plk_config {
 	unsigned donate;       /* PROXYLOCK_DONATE_* asked for */
 	int affinity;          /* PROXYLOCK_AFFINITY_* */
-	uint64_t handoff_ns;
+	uint64_t handoff_ns;   /* PROXYLOCK_HANDOFF_US, at most INT64_MAX ns */
 	bool stats;            /* PROXYLOCK_STATS */
 	int pi;                /* PROXYLOCK_PI: PLK_PI_* */
 };

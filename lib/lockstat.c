@@ -516,8 +516,18 @@ static size_t collect(struct lockstat **top, struct seen *n)
 	return ntop;
 }
 
+/* Parts of lends the kernel refused with EPERM (stats.eperm_skipped). */
+static unsigned long long stats_eperm_skipped(void)
+{
+	struct proxylock_stats st;
+
+	proxylock_stats_get(&st);
+	return st.eperm_skipped;
+}
+
 static void report_table(void)
 {
+	unsigned long long eperm;
 	struct lockstat *top[REPORT_ROWS];
 	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
 	struct seen n;
@@ -532,6 +542,9 @@ static void report_table(void)
 	if (lost)
 		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
+	if ((eperm = stats_eperm_skipped()) != 0)
+		say(report_fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges "
+		    "dropped after the probe?\n", eperm);
 	print_rows(top, ntop);
 	print_dead();
 }

@@ -194,16 +194,6 @@ static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
 }
 
 /*
- * Whether @t, queued on a mutex, has waited PROXYLOCK_HANDOFF_US by
- * @now_ns (M3).  Signed: @now_ns may be read, before the bucket, earlier
- * than @t's own enqueue read; that is "not yet", not a wrapped "long ago".
- */
-static bool waited_bound(const struct plk_thread *t, uint64_t now_ns)
-{
-	return (int64_t)(now_ns - t->enq_ns) >= (int64_t)plk_config()->handoff_ns;
-}
-
-/*
  * Take @m, free in the locked bucket @b, as @self.  If others are queued,
  * set PLK_WAITERS and receive their donation (M1).
  */
@@ -337,7 +327,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 		if (!woken)
 			me->enq_ns = now_ns;
 		/* M3: at the tail, or first in our rank once past the bound */
-		plk_waitq_enqueue(b, me, m, woken && waited_bound(me, now_ns));
+		plk_waitq_enqueue(b, me, m, woken && plk_waited_bound(me, now_ns));
 		/* Queued first, then the walk: our blocked_on store and its
 		 * loads are seq_cst (waitq.c), so of two threads closing a
 		 * cycle at once at least one sees the other queued. */
@@ -563,7 +553,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 
 	if (head)
 		plk_waitq_dequeue(head);
-	if (head && waited_bound(head, now_ns)) {
+	if (head && plk_waited_bound(head, now_ns)) {
 		handed = 1;
 		/* The word names head before head can see HANDED: it may
 		 * return from its futex wait at any moment and unlock. */

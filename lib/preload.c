@@ -23,9 +23,13 @@
  * priority only where sched_setscheduler is permitted, and a thread made
  * RT by rtkit (PipeWire, JACK) without RLIMIT_RTPRIO would lose the
  * kernel PI it asked for.  So by default (auto) they become proxylocks
- * only if RT can be lent (proxylock_donate_kinds() has
- * PROXYLOCK_DONATE_RT, probed once) and stay glibc's kernel PI futexes
- * otherwise; PROXYLOCK_PI=proxy or =kernel decides for every one.
+ * only if RT can be lent when they are initialised (proxylock_donate_kinds()
+ * has PROXYLOCK_DONATE_RT, probed once, and the thread still has
+ * CAP_SYS_NICE or RLIMIT_RTPRIO, asked at each init: a daemon may drop
+ * them after the probe) and stay glibc's kernel PI futexes otherwise;
+ * PROXYLOCK_PI=proxy or =kernel decides for every one.  A PI mutex made a
+ * proxylock before a drop stays one; its RT lends the kernel then refuses
+ * are counted (stats.eperm_skipped, the report).
  *
  * liburcu's own mutexes and condvars stay glibc's too, told by the
  * caller: a call whose return address lies in liburcu's code goes to
@@ -523,13 +527,16 @@ static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm, u
 	return plk_mutex_unlock_fast(m) ? 0 : unlock_slow(m);
 }
 
-/* PROXYLOCK_PI (see the top): may a PTHREAD_PRIO_INHERIT mutex be ours? */
+/* PROXYLOCK_PI (see the top): may a PTHREAD_PRIO_INHERIT mutex be ours?
+ * auto asks the kernel again at each init: the cached probe may predate
+ * a privilege drop, after which a proxylock could lend no RT at all. */
 static bool pi_as_proxylock(void)
 {
 	int pi = plk_config()->pi;
 
 	return pi == PLK_PI_PROXY ||
-	       (pi == PLK_PI_AUTO && (proxylock_donate_kinds() & PROXYLOCK_DONATE_RT));
+	       (pi == PLK_PI_AUTO && (proxylock_donate_kinds() & PROXYLOCK_DONATE_RT) &&
+	        plk_sched_rt_permitted());
 }
 
 PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr)
@@ -793,10 +800,12 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
  * interposed): init reads its kind and pshared through glibc's getters,
  * so pthread_rwlockattr_setkind_np takes effect.
  *
- * glibc's differences kept: destroy leaves the rwlock usable (glibc's
- * does nothing), but refuses with EBUSY one that is held or waited for
- * (POSIX recommends it; glibc returns 0).  Unlock by a thread holding
- * nothing is EPERM (glibc corrupts its counts and returns 0).
+ * destroy answers as glibc's does: 0, held or not (by the caller, or by
+ * a thread that exited holding it), and changes nothing, so the rwlock
+ * stays usable after it and pthread_rwlock_init makes it new again
+ * (proxylock_rwlock_destroy, the direct API, refuses a held one with
+ * EBUSY instead).  Kept different: unlock by a thread holding nothing is
+ * EPERM (glibc corrupts its counts and returns 0).
  */
 _Static_assert(offsetof(pthread_rwlock_t, __data.__shared) >
                offsetof(proxylock_rwlock_t, __word) &&
@@ -1008,12 +1017,13 @@ PLK_EXPORT int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockat
 
 PLK_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 {
-	const proxylock_rwlock_t *rw = (const proxylock_rwlock_t *)prw;
-
 	if (caller_is_urcu(RETURN_ADDRESS()) || rwlock_is_glibc(prw))
 		return plk_real()->rwlock_destroy(prw);
-	/* Held or waited for: the word is nonzero (RW1, RW2). */
-	return plk_rw_word(rw) != 0 ? EBUSY : 0;
+	/* glibc's destroy does nothing and returns 0, held or not (LTP's
+	 * timed{rd,wr}lock_6-2 destroy one held by an exited thread); so
+	 * do we, leaving the word as it is: a later unlock or init finds it
+	 * as the holders left it. */
+	return 0;
 }
 
 PLK_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *prw)

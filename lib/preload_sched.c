@@ -21,6 +21,7 @@
  * is not seen (and a uclamp or nice set that way while lent is lost at
  * the restore).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -51,29 +52,60 @@ struct sched_call {
 	int ret, err;
 };
 
-/* glibc's struct pthread holds the thread's TID at a fixed offset that
- * glibc does not publish (pthread_gettid_np is 2.42's); find it once,
- * from the calling thread, within the structure's first 1 KiB. */
-static long tid_offset = -1;
+/*
+ * glibc's struct pthread (what a pthread_t points to, on x86_64 and
+ * aarch64 alike) holds the thread's TID at an offset glibc does not
+ * publish for programs (pthread_gettid_np is 2.42's), but does for its
+ * debugger library: libthread_db reads the field through the
+ * GLIBC_PRIVATE descriptor _thread_db_pthread_tid, three uint32_t
+ * {size in bits, count, byte offset} (glibc's nptl_db).  We take the
+ * offset from there, once, and believe it only if it is a 32-bit field
+ * inside struct pthread that holds the caller's own TID.  Scanning the
+ * structure for the caller's TID instead can stop at an earlier word
+ * that merely equals it (header.multiple_threads, 1, for a caller with
+ * TID 1; the high half of the TCB's own address, 0x7fxx, for a caller
+ * with that TID), and then every other thread is mapped to a wrong TID.
+ * Without the descriptor (or if it fails the check) no other thread's
+ * TID is known: those calls pass to glibc untouched, as for a thread we
+ * do not track (0).
+ */
+#define TID_OFFSET_UNKNOWN (-1)  /* not looked up yet */
+#define TID_OFFSET_NONE (-2)     /* no usable descriptor */
 
+static long tid_offset = TID_OFFSET_UNKNOWN;
+
+/* The descriptor's offset, checked against the caller; TID_OFFSET_NONE
+ * if missing or wrong.  dlsym allocates: no internal lock is held here
+ * (the application's own scheduler call, before plk_donate_base_set). */
+static long tid_offset_lookup(void)
+{
+	const uint32_t *desc = dlsym(RTLD_DEFAULT, "_thread_db_pthread_tid");
+	const uint32_t *size = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_pthread");
+	pid_t me = (pid_t)plk_tid(), at;
+
+	if (!desc || desc[0] != 8 * sizeof(pid_t) || desc[1] != 1 || desc[2] % sizeof(pid_t) ||
+	    desc[2] + sizeof(pid_t) > (size ? size[0] : 4096u))
+		return TID_OFFSET_NONE;
+	memcpy(&at, (const char *)pthread_self() + desc[2], sizeof(at));
+	return at == me ? (long)desc[2] : TID_OFFSET_NONE;
+}
+
+/* @th's TID, 0 if unknown (then the call is glibc's alone). */
 static pid_t pthread_tid(pthread_t th)
 {
 	long off = __atomic_load_n(&tid_offset, __ATOMIC_RELAXED);
+	pid_t tid;
 
 	if (pthread_equal(th, pthread_self()))
 		return (pid_t)plk_tid();
-	if (off < 0) {
-		const char *self = (const char *)pthread_self();
-		pid_t me = (pid_t)plk_tid();
-
-		for (off = 0; off < 1024; off += (long)sizeof(pid_t))
-			if (memcmp(self + off, &me, sizeof(me)) == 0)
-				break;
-		if (off == 1024)
-			return 0;
+	if (off == TID_OFFSET_UNKNOWN) {
+		off = tid_offset_lookup();
 		__atomic_store_n(&tid_offset, off, __ATOMIC_RELAXED);  /* same answer from any thread */
 	}
-	return *(const pid_t *)((const char *)th + off);
+	if (off < 0)
+		return 0;
+	memcpy(&tid, (const char *)th + off, sizeof(tid));
+	return tid;
 }
 
 static bool sched_call_run(void *p)

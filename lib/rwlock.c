@@ -101,7 +101,10 @@
  *       join's CAS (join_locked), cleared by T before its decrement,
  *       made under the bucket (unlock_other).  Scans name both (chain.c);
  *       both always release through the bucket while the bit is set,
- *       and withdraw after it.
+ *       and withdraw after it.  A lone reader that exited holding stays
+ *       named (its thread is gone, not its hold); once a writer finds it
+ *       exited (dead_reader_check), plk_rw_dead_reader names its TID and
+ *       no lend update lends to it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -325,7 +328,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		return false;
 	wr = first_writer(b, rw, &reader);
 	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
-	    g->now_ns - wr->enq_ns < plk_config()->handoff_ns) {
+	    !plk_waited_bound(wr, g->now_ns)) {
 		/* Release and wake, as a mutex does (RW8): the writer comes
 		 * back to the bucket and takes L or queues again at the head;
 		 * a running thread may take L first.  Handed instead once it
@@ -651,6 +654,53 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	plk_rw_lend_update(b, rw);
 	grant_and_unlock(b, rw, now_ns);
 	return ETIMEDOUT;
+}
+
+/* The lone reader @rw names, raw (a TID, maybe a fork alias): the solo
+ * word's, else the converted one in __solo; 0 if none or write-held. */
+static uint32_t lone_reader_named(const proxylock_rwlock_t *rw)
+{
+	uint32_t w = plk_rw_word(rw);
+
+	if (w & PLK_RW_WRITER)
+		return 0;
+	return (w & PLK_RW_SOLO) ? (w & PLK_RW_COUNT) : (plk_rw_solo_field(rw) & PLK_RW_COUNT);
+}
+
+/*
+ * A lone read hold (solo, or converted: RW9) is in no read set, so the
+ * key destructor that drops an exiting thread's counted holds never
+ * sees it: a thread that exits holding one stays named in @rw for good
+ * (a program error), and every queue change would lend to its TID, and
+ * so to any later thread of ours given that TID.  So a writer about to
+ * queue asks the kernel whether that reader still exists
+ * (plk_thread_exited, as a mutex waiter asks of its owner: before the
+ * bucket, no syscall under it), and if not marks the TID dead in @rw
+ * under the bucket (if still named; plk_rw_dead_reader), so that no lend
+ * update lends to it again, and withdraws what was lent to it.  A TID
+ * already reused when first asked reads as alive and is lent to, as a
+ * mutex's dead owner's is (docs/design.md).
+ */
+static void dead_reader_check(proxylock_rwlock_t *rw)
+{
+	uint32_t named = lone_reader_named(rw);
+	pid_t tid = named ? plk_owner_tid(named) : 0;
+	struct plk_bucket *b;
+	bool marked = false;
+
+	if (!tid || named == plk_rw_dead_reader(rw) || tid == (pid_t)plk_tid() ||
+	    !plk_thread_exited(tid))
+		return;
+	b = plk_waitq_lock(rw);
+	if (lone_reader_named(rw) == named) {
+		__atomic_store_n(&rw->__reserved0[0], named, __ATOMIC_RELAXED);  /* bucket-ordered */
+		marked = true;
+	}
+	plk_waitq_unlock(b);
+	if (marked) {
+		plk_donate_withdraw_tid(tid, rw);
+		plk_lend_flush();
+	}
 }
 
 /*
@@ -1071,6 +1121,8 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 	uint64_t now_ns = try ? 0 : plk_now_ns();
 	bool woken = false;
 
+	if (!try && plk_rw_lend_kinds(rw))
+		dead_reader_check(rw);
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);

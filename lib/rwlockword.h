@@ -29,6 +29,14 @@
  * bucket holder that joins sets the TID, only that reader clears it
  * (RW9, rwlock.c).
  *
+ * __reserved0[0] (plk_rw_dead_reader): the TID of a lone reader, the
+ * solo word's or the converted one in __solo, found to have exited still
+ * named here (0 none; zero at init).  Written only under the bucket, by a
+ * writer about to queue that asked the kernel (rwlock.c,
+ * dead_reader_check); lend updates, under the bucket, lend nothing to a
+ * reader named by that TID.  Not part of the word protocol: it stops
+ * lends, it changes no hold.
+ *
  * __flags: the preference kind (glibc's numbers) in bits 0..1, the kinds
  * not lent from bit 24 (as a mutex's).  Waiters queue in the bucket
  * table under the rwlock's address | PLK_RW_TAG (registry.h).
@@ -115,6 +123,14 @@ static inline uint32_t plk_rw_solo_word(void)
 static inline uint32_t plk_rw_solo_field(const proxylock_rwlock_t *rw)
 {
 	return __atomic_load_n(&rw->__solo, __ATOMIC_RELAXED);
+}
+
+/** plk_rw_dead_reader - @rw's lone reader found exited, 0 none (relaxed:
+ * written and read for decisions under the bucket; a peek outside it is a
+ * hint). */
+static inline uint32_t plk_rw_dead_reader(const proxylock_rwlock_t *rw)
+{
+	return __atomic_load_n(&rw->__reserved0[0], __ATOMIC_RELAXED);
 }
 
 /** plk_rw_key - the wait-queue key (blocked_on) of @rw's waiters. */

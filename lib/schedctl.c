@@ -94,6 +94,11 @@ static bool rlimit_nonzero(int resource)
 	return getrlimit(resource, &rl) == 0 && rl.rlim_cur > 0;
 }
 
+bool plk_sched_rt_permitted(void)
+{
+	return has_cap_sys_nice() || rlimit_nonzero(RLIMIT_RTPRIO);
+}
+
 static bool probe_uclamp(void)
 {
 	struct plk_sched_attr a;

@@ -71,6 +71,14 @@ static inline bool plk_sched_is_rt(uint32_t policy)
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
 /**
+ * plk_sched_rt_permitted - whether this thread may set an RT policy now
+ * (CAP_SYS_NICE in the effective set, or a non-zero RLIMIT_RTPRIO): the
+ * probe's RT test, asked of the kernel at each call (two syscalls), for
+ * decisions that must follow a privilege drop made after the probe.
+ */
+PLK_HIDDEN bool plk_sched_rt_permitted(void);
+
+/**
  * plk_sched_cpuset - the CPUs the process's cpuset lets its threads use
  * (cgroup v2 cpuset.cpus.effective, else every configured CPU); read once,
  * at load (or on a first call before that).

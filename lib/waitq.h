@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "config.h"
 #include "futex.h"
 #include "registry.h"
 
@@ -102,5 +103,17 @@ PLK_HIDDEN void plk_waitq_unpark(struct plk_thread *t);
 PLK_HIDDEN void plk_waitq_fork_init(void);
 /** plk_waitq_fork_child - the pthread_atfork child hook. */
 PLK_HIDDEN void plk_waitq_fork_child(void);
+
+/**
+ * plk_waited_bound - whether @t, queued on a mutex or a rwlock, has
+ * waited PROXYLOCK_HANDOFF_US by @now_ns (mutex.c M3, rwlock.c RW8).
+ * Signed: @now_ns may be read, before the bucket, earlier than @t's own
+ * enqueue read; that is "not yet", not a wrapped "long ago".  The bound
+ * is at most INT64_MAX (config.c clamps it), so it stays positive here.
+ */
+static inline bool plk_waited_bound(const struct plk_thread *t, uint64_t now_ns)
+{
+	return (int64_t)(now_ns - t->enq_ns) >= (int64_t)plk_config()->handoff_ns;
+}
 
 #endif /* PLK_WAITQ_H */

@@ -10,6 +10,7 @@
  */
 #include <dlfcn.h>
 #include <linux/capability.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -443,6 +444,167 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 }
 END_TEST
 
+/* --- another thread's TID, from a caller whose TID collides (issue 29) -- */
+
+/*
+ * glibc's struct pthread has words before its TID field that can equal
+ * the caller's TID: header.multiple_threads (1 once a second thread
+ * exists: TID 1, the main thread of a PID namespace's first process)
+ * and the high half of the TCB's own address (0x7fxx on x86_64).  A
+ * caller with such a TID must still map another thread's pthread_t to
+ * that thread's TID.  The check: B holds a mutex and is lent CPU 0 by a
+ * waiter; the colliding main thread sets B's CPUs to {1} and reads them
+ * back ({1}: the base, while lent), and after B's unlock the kernel
+ * shows {1}, what the application set.  Run in children, so plain
+ * return codes: 0, or the step that failed.
+ */
+static pthread_mutex_t tc_lock = PTHREAD_MUTEX_INITIALIZER;
+static int tc_tid_b, tc_held, tc_release;
+static cpu_set_t tc_after;  /* B's CPUs as the kernel has them after its unlock */
+
+static void *tc_holder(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&tc_lock);
+	__atomic_store_n(&tc_tid_b, gettid_(), __ATOMIC_RELEASE);
+	__atomic_store_n(&tc_held, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&tc_release, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	pthread_mutex_unlock(&tc_lock);
+	CPU_ZERO(&tc_after);
+	syscall(SYS_sched_getaffinity, 0, sizeof(tc_after), &tc_after);
+	return NULL;
+}
+
+static void *tc_waiter(void *arg)
+{
+	cpu_set_t zero;
+
+	(void)arg;
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	syscall(SYS_sched_setaffinity, 0, sizeof(zero), &zero);
+	pthread_mutex_lock(&tc_lock);
+	pthread_mutex_unlock(&tc_lock);
+	return NULL;
+}
+
+/* The kernel's CPUs of @tid are exactly {@a} or {@a, @b}, without
+ * check's asserts (this runs in a child of the test). */
+static bool tc_cpus_are(pid_t tid, int a, int b)
+{
+	cpu_set_t got, want;
+
+	CPU_ZERO(&want);
+	CPU_SET(a, &want);
+	if (b >= 0)
+		CPU_SET(b, &want);
+	CPU_ZERO(&got);
+	return syscall(SYS_sched_getaffinity, tid, sizeof(got), &got) >= 0 && CPU_EQUAL(&got, &want);
+}
+
+static int tc_scenario(void)
+{
+	cpu_set_t both, one, got;
+	pthread_t b, w;
+	bool lent = false;
+
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	if (syscall(SYS_sched_setaffinity, 0, sizeof(both), &both) != 0)
+		return 2;
+	pthread_create(&b, NULL, tc_holder, NULL);
+	while (!__atomic_load_n(&tc_held, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	pthread_create(&w, NULL, tc_waiter, NULL);
+	for (int i = 0; i < 3000 && !lent; i++, usleep(1000))
+		lent = tc_cpus_are(__atomic_load_n(&tc_tid_b, __ATOMIC_ACQUIRE), 0, -1);
+	if (!lent)
+		return 3;  /* B never lent the waiter's CPU 0 */
+	if (pthread_setaffinity_np(b, sizeof(one), &one) != 0)
+		return 4;
+	if (pthread_getaffinity_np(b, sizeof(got), &got) != 0 || !CPU_EQUAL(&got, &one))
+		return 5;  /* not B's base: another thread's */
+	__atomic_store_n(&tc_release, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	pthread_join(b, NULL);
+	if (!CPU_EQUAL(&tc_after, &one))
+		return 6;  /* B's unlock restored another base: the application's {1} lost */
+	return 0;
+}
+
+/* Wait for @pid; its exit code, or 100 + signal. */
+static int tc_wait(pid_t pid)
+{
+	int status;
+
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 90;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+/*
+ * In a new PID namespace: its first process (TID 1) forks, with the
+ * namespace's last PID set so, a child whose TID is the high half of its
+ * main thread's TCB address (fork keeps the address); each runs the
+ * scenario before any lookup of another thread's TID.  Returns 0, 10 +
+ * TID 1's failed step, 40 + the high-half child's, or 80 (the child
+ * could not be made), 81 (it did not get that TID).
+ */
+static int tc_pid_one(void)
+{
+	unsigned hi = (unsigned)((uintptr_t)pthread_self() >> 32);
+	int hi_result = 80, one_result;  /* 80: not run */
+	FILE *f;
+
+	if (gettid_() != 1)
+		return 91;
+	if (hi > 1 && hi < 32768 && (f = fopen("/proc/sys/kernel/ns_last_pid", "w"))) {
+		fprintf(f, "%u", hi - 1);
+		if (fclose(f) == 0) {
+			pid_t pid = fork();
+
+			if (pid == 0)
+				_exit(gettid_() == (pid_t)hi ? tc_scenario() : 81);
+			hi_result = tc_wait(pid);
+		}
+	}
+	one_result = tc_scenario();
+	if (one_result)
+		return 10 + one_result;
+	return hi_result > 0 && hi_result < 10 ? 40 + hi_result : hi_result;
+}
+
+START_TEST(another_threads_tid_is_found_from_a_caller_whose_tid_matches_an_earlier_word)
+{
+	pid_t pid;
+	int rc;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pid = fork();
+	if (pid == 0) {
+		pid_t one;
+
+		if (unshare(CLONE_NEWPID) != 0)
+			_exit(92);
+		if ((one = fork()) == 0)
+			_exit(tc_pid_one());
+		_exit(tc_wait(one));
+	}
+	rc = tc_wait(pid);
+	ck_assert_msg(rc == 0,
+	              "code %d: %s", rc,
+	              rc == 92 ? "unshare(CLONE_NEWPID) refused (needs root)"
+	              : rc > 40 && rc < 50 ? "caller with the TCB address's high half as TID: step (code - 40)"
+	              : rc > 10 && rc < 20 ? "caller with TID 1: step (code - 10)"
+	              : rc == 80 || rc == 81 ? "no child with the TCB address's high half as TID"
+	                                     : "setup failed");
+}
+END_TEST
+
 /* --- the base is never stale (issue 13) ------------------------------ */
 
 static pthread_mutex_t sb_gate = PTHREAD_MUTEX_INITIALIZER;
@@ -794,9 +956,44 @@ static void *trylock_other(void *m)
 	return (void *)(intptr_t)pthread_mutex_trylock(m);
 }
 
+/* proxylock_stats_get, through the interposer (this test is not linked
+ * with libproxylock). */
+static uint64_t eperm_skipped_now(void)
+{
+	void (*get)(struct proxylock_stats *);
+	void *p = dlsym(RTLD_DEFAULT, "proxylock_stats_get");
+	struct proxylock_stats st;
+
+	if (!p)
+		return UINT64_MAX;
+	memcpy(&get, &p, sizeof(p));
+	get(&st);
+	return st.eperm_skipped;
+}
+
+static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* At nice 0 (raised from its creator's -5, which needs no privilege),
+ * holds ep_lock until someone has queued on it and waited 20 ms. */
+static void *ep_holder(void *arg)
+{
+	(void)arg;
+	if (setpriority(PRIO_PROCESS, 0, 0) != 0)
+		return (void *)1;
+	pthread_mutex_lock(&ep_lock);
+	while (!(__atomic_load_n((uint32_t *)&ep_lock, __ATOMIC_ACQUIRE) & 0x80000000u))
+		usleep(1000);
+	usleep(20 * 1000);
+	pthread_mutex_unlock(&ep_lock);
+	return NULL;
+}
+
 /* In a child without CAP_SYS_NICE and with RLIMIT_RTPRIO 0 (a thread made
- * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy. */
-static int pi_child_without_rt(bool want_glibc)
+ * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy.
+ * @probe_first: the interposer probed its privileges before the drop (a
+ * daemon that contended as root); then also a nice lend the kernel now
+ * refuses is counted (stats.eperm_skipped). */
+static int pi_child_without_rt(bool want_glibc, bool probe_first)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
@@ -806,7 +1003,11 @@ static int pi_child_without_rt(bool want_glibc)
 	pthread_t th;
 	void *busy;
 
-	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || syscall(SYS_capget, &hdr, data) != 0)
+	if (probe_first && (!(caps_of_interposer() & PROXYLOCK_DONATE_RT) ||
+	                    setpriority(PRIO_PROCESS, 0, -5) != 0))
+		return 9;  /* root, probed: RT and nice lendable, and we are at nice -5 */
+	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || setrlimit(RLIMIT_NICE, &zero) != 0 ||
+	    syscall(SYS_capget, &hdr, data) != 0)
 		return 10;
 	for (int i = 0; i < 2; i++)
 		data[i].effective = data[i].permitted = data[i].inheritable = 0;
@@ -814,7 +1015,7 @@ static int pi_child_without_rt(bool want_glibc)
 		return 11;
 	if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) != -1 || errno != EPERM)
 		return 12;  /* RT must really be refused here */
-	if (caps_of_interposer() & PROXYLOCK_DONATE_RT)
+	if (!probe_first && (caps_of_interposer() & PROXYLOCK_DONATE_RT))
 		return 13;  /* probed before we dropped it */
 	pi_mutex_init(&m);
 	if (kept_glibc_pi(&m) != want_glibc)
@@ -825,21 +1026,46 @@ static int pi_child_without_rt(bool want_glibc)
 	pthread_join(th, &busy);
 	if ((intptr_t)busy != EBUSY || pthread_mutex_unlock(&m) != 0 || pthread_mutex_destroy(&m) != 0)
 		return 16;
+	if (probe_first) {
+		uint64_t before = eperm_skipped_now();
+		void *ret;
+
+		pthread_create(&th, NULL, ep_holder, NULL);
+		usleep(5000);
+		pthread_mutex_lock(&ep_lock);  /* lends nice -5: refused now */
+		pthread_mutex_unlock(&ep_lock);
+		pthread_join(th, &ret);
+		if (ret || before == UINT64_MAX || eperm_skipped_now() <= before)
+			return 17;
+	}
 	return 0;
 }
 
-START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
+static void pi_child_check(bool probe_first)
 {
 	bool want_glibc = strcmp(pi_mode(), "proxy") != 0;
 	int status;
 	pid_t pid = fork();
 
 	if (pid == 0)
-		_exit(pi_child_without_rt(want_glibc));
+		_exit(pi_child_without_rt(want_glibc, probe_first));
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	              "PROXYLOCK_PI=%s: child failed at step %d (status %#x)", pi_mode(),
 	              WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+}
+
+START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
+{
+	pi_child_check(false);
+}
+END_TEST
+
+/* The same after a probe made with privileges (issue 29): auto decides
+ * at each PI init from what the thread may do then. */
+START_TEST(priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe)
+{
+	pi_child_check(true);
 }
 END_TEST
 
@@ -862,6 +1088,7 @@ static Suite *preload_suite(void)
 	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
 	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
 	tcase_add_test(tc, the_base_answered_is_what_the_application_set_never_a_stale_copy);
+	tcase_add_test(tc, another_threads_tid_is_found_from_a_caller_whose_tid_matches_an_earlier_word);
 	tcase_add_test(tc, pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex);
 	tcase_add_test(tc, cancelling_a_wait_on_a_shared_condvar_retakes_the_proxylock_mutex);
 	tcase_add_test(tc, a_fork_child_of_a_busy_process_has_consistent_locks);
@@ -870,6 +1097,7 @@ static Suite *preload_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent);
 	tcase_add_test(tc, priority_inherit_stays_the_kernels_where_rt_cannot_be_lent);
+	tcase_add_test(tc, priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,8 @@
  * need 2 CPUs and the privilege to lower nice (root).
  */
 #include <limits.h>
+#include <sched.h>
+#include <sys/wait.h>
 
 #include "rwscenario.h"
 
@@ -748,6 +750,170 @@ START_TEST(a_hundred_forty_readers_queued_behind_a_writer_all_get_the_lock)
 }
 END_TEST
 
+/* --- a lone reader that exits holding the lock (issue 29) ------------- */
+
+static proxylock_rwlock_t dr_lock;
+static int dr_tid, dr_reuse_go, dr_reuse_stop;
+
+static void *dr_read_and_exit(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&dr_tid, gettid_(), __ATOMIC_RELEASE);
+	return (void *)(intptr_t)proxylock_rwlock_rdlock(&dr_lock);
+}
+
+static void *dr_join_and_leave(void *arg)
+{
+	(void)arg;
+	if (proxylock_rwlock_rdlock(&dr_lock) != 0)
+		return (void *)1;
+	return (void *)(intptr_t)proxylock_rwlock_unlock(&dr_lock);
+}
+
+/* A thread of ours that merely exists, on CPUs {0, 1}. */
+static void *dr_idle(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&dr_reuse_go, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&dr_reuse_stop, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;
+}
+
+/* A timed write lock of dr_lock, from CPU 0: times out (the dead hold). */
+static int dr_timed_wrlock(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 30 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return proxylock_rwlock_timedwrlock(&dr_lock, &ts);
+}
+
+/* The kernel's CPUs of @tid are {0, 1}; no check asserts (a child). */
+static bool dr_cpus_both(pid_t tid)
+{
+	cpu_set_t got;
+
+	CPU_ZERO(&got);
+	return syscall(SYS_sched_getaffinity, tid, sizeof(got), &got) >= 0 && CPU_COUNT(&got) == 2 &&
+	       CPU_ISSET(0, &got) && CPU_ISSET(1, &got);
+}
+
+static int dr_writer_done;
+
+/* Pinned to CPU 0, retries a timed write lock 10 times (300 ms). */
+static void *dr_writer(void *arg)
+{
+	cpu_set_t zero;
+	void *ret = NULL;
+
+	(void)arg;
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	syscall(SYS_sched_setaffinity, 0, sizeof(zero), &zero);
+	for (int i = 0; i < 10 && !ret; i++)
+		if (dr_timed_wrlock() != ETIMEDOUT)
+			ret = (void *)1;
+	__atomic_store_n(&dr_writer_done, 1, __ATOMIC_RELEASE);
+	return ret;
+}
+
+/*
+ * As PID 1 of a new PID namespace (so that ns_last_pid is ours): reader
+ * R takes a lone read hold (@converted: joined by another reader, which
+ * leaves) and exits; a writer pinned to CPU 0 times out on the lock,
+ * then a new thread is given R's TID, and the writer retries, its every
+ * wait lending to the lock's readers.  Nothing may reach the new thread:
+ * its CPUs stay {0, 1}.  Returns 0, or what failed.
+ */
+static int dr_child(bool converted)
+{
+	pthread_t r, t, wr;
+	void *ret;
+	int lent = 0;
+	FILE *f;
+	cpu_set_t both;
+
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	if (syscall(SYS_sched_setaffinity, 0, sizeof(both), &both) != 0)
+		return 2;
+	proxylock_rwlock_init(&dr_lock, NULL);
+	pthread_create(&r, NULL, dr_read_and_exit, NULL);
+	pthread_join(r, &ret);
+	if (ret)
+		return 3;
+	if (converted) {
+		pthread_create(&t, NULL, dr_join_and_leave, NULL);
+		pthread_join(t, &ret);
+		if (ret)
+			return 4;
+	}
+	if (dr_timed_wrlock() != ETIMEDOUT)  /* first contact with the dead hold */
+		return 5;
+	f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	if (!f || fprintf(f, "%d", dr_tid - 1) < 0 || fclose(f) != 0)
+		return 6;
+	pthread_create(&t, NULL, dr_idle, NULL);
+	while (!__atomic_load_n(&dr_reuse_go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	if (!dr_cpus_both(dr_tid) || syscall(SYS_tgkill, getpid(), dr_tid, 0) != 0)
+		return 7;  /* the new thread did not get R's TID */
+	pthread_create(&wr, NULL, dr_writer, NULL);
+	while (!__atomic_load_n(&dr_writer_done, __ATOMIC_ACQUIRE)) {
+		lent += !dr_cpus_both(dr_tid);  /* a retry lent the new thread CPU 0 */
+		usleep(2000);
+	}
+	pthread_join(wr, &ret);
+	__atomic_store_n(&dr_reuse_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	if (ret)
+		return 8;
+	return lent ? 20 + (lent < 99 ? lent : 99) : 0;
+}
+
+static void dr_check(bool converted)
+{
+	int status;
+	pid_t pid;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pid = fork();
+	if (pid == 0) {
+		pid_t one;
+
+		if (unshare(CLONE_NEWPID) != 0)
+			_exit(90);
+		if ((one = fork()) == 0)
+			_exit(dr_child(converted));
+		_exit(waitpid(one, &status, 0) == one && WIFEXITED(status) ? WEXITSTATUS(status) : 91);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "child: %d (20 + n: in n samples of about 150 the thread given the dead "
+	              "reader's TID had been lent CPU 0; 90: unshare refused, needs root; else a "
+	              "setup step)",
+	              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+START_TEST(a_lone_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner)
+{
+	dr_check(false);
+}
+END_TEST
+
+START_TEST(a_converted_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner)
+{
+	dr_check(true);
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -781,6 +947,8 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, readers_waiting_on_a_writer_lend_to_it_until_its_unlock);
 	tcase_add_test(tc, a_writer_that_times_out_withdraws_from_every_reader);
 	tcase_add_test(tc, a_reader_that_exits_holding_the_lock_leaves_the_others_exact);
+	tcase_add_test(tc, a_lone_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner);
+	tcase_add_test(tc, a_converted_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner);
 	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader);
 	tcase_add_test(tc, uncontended_read_and_write_paths_make_no_syscall);
 	suite_add_tcase(s, tc);

@@ -12,7 +12,11 @@
  * (READERS_MAX, the 32-reader scan, DEFER_MAX, the spin's 100 turns:
  * two here), thread exit, the overflow rule, the apply step, the
  * window between a conversion's store of __solo and its CAS (one step
- * under the bucket here).
+ * under the bucket here).  With thread exit goes the dead-reader mark
+ * (plk_rw_dead_reader, issue 29): set only for a lone reader that exited
+ * holding, it stops lends to that TID and changes no word, queue, park
+ * or hold, so no thread here is ever marked and lend_update is the
+ * code's for live readers.
  *
  * The word is four variables changed together (one CAS): cnt (read
  * holds, counted or the solo one), wr (the writer's id, 0 none), solo
