@@ -52,10 +52,10 @@
  * POSIX, but glibc's survive it): a handler that interrupted its own
  * thread while it holds or takes an internal lock (plk_ilock_depth != 0,
  * futex.h) takes no lock; it pushes the call onto the thread's bounded
- * TLS list (defer_wake) and returns, and the thread's outermost internal
- * unlock runs the list (plk_cond_deferred_run), at a point that holds no
- * internal lock, as a handler arriving there would.  A full list aborts
- * with a message.  Not safe still: a handler's signal inside the thread's
+ * TLS list (defer_wake), as a broadcast, and returns, and the thread's
+ * outermost internal unlock runs the list (plk_cond_deferred_run, never
+ * nested), at a point that holds no internal lock, as a handler arriving
+ * there would.  A full list (32 condvars) aborts with a message.  Not safe still: a handler's signal inside the thread's
  * first library call (pthread_once probes, slab allocation); see
  * docs/design.md, "Signal and broadcast from a signal handler".
  *
@@ -560,11 +560,19 @@ static void __attribute__((noreturn)) defer_full(void)
 	abort();
 }
 
-/* A handler's signal (@all: broadcast) of @c, run when its thread leaves
- * the internal lock it interrupted. */
-static void defer_wake(proxylock_cond_t *c, bool all)
+/*
+ * A handler's signal or broadcast of @c, run as a broadcast when its
+ * thread leaves the internal lock it interrupted.  A broadcast, because
+ * only it is sure to wake a thread that was blocked when the handler
+ * called: the queue is ranked, and the interrupted thread may itself
+ * queue on @c ahead of it before its critical section ends (an RT
+ * thread entering its own wait); the others' wake-ups are spurious,
+ * which POSIX allows.  So a condvar is pushed once however often its
+ * handlers signal it.
+ */
+static void defer_wake(proxylock_cond_t *c)
 {
-	uintptr_t v = (uintptr_t)c | all;
+	uintptr_t v = (uintptr_t)c | 1;
 
 	for (;;) {
 		uint64_t s = __atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED);
@@ -584,23 +592,40 @@ static void defer_wake(proxylock_cond_t *c, bool all)
 	}
 }
 
+/* Set while this thread runs its list: a wake run from it releases
+ * internal locks too, and their outermost release must not run the list
+ * again from inside (one nesting level of stack per entry). */
+static __thread bool deferred_running __attribute__((tls_model("initial-exec")));
+
 void plk_cond_deferred_run(void)
 {
 	int saved = errno;  /* from a handler's point of view, not ours to change */
 
-	for (;;) {
-		uint64_t s = __atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED);
-		uint32_t n = (uint32_t)s;
-		uintptr_t v;
+	if (deferred_running)
+		return;  /* the run below this frame pops what is left */
+	do {
+		deferred_running = true;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		for (;;) {
+			uint64_t s = __atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED);
+			uint32_t n = (uint32_t)s;
+			uintptr_t v;
 
-		if (n == 0)
-			break;
-		v = __atomic_load_n(&deferred_wakes[n - 1], __ATOMIC_RELAXED);
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* the slot, then the count */
-		if (__atomic_compare_exchange_n(&plk_cond_deferred, &s, s + DEFER_POP, false,
-		                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			plk_cond_wake((proxylock_cond_t *)(v & ~(uintptr_t)1), v & 1);
-	}
+			if (n == 0)
+				break;
+			v = __atomic_load_n(&deferred_wakes[n - 1], __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* the slot, then the count */
+			if (__atomic_compare_exchange_n(&plk_cond_deferred, &s, s + DEFER_POP, false,
+			                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				plk_cond_wake((proxylock_cond_t *)(v & ~(uintptr_t)1), v & 1);
+		}
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		deferred_running = false;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		/* A handler that came after the last pop and before the flag
+		 * dropped may have pushed (in a critical section of its own
+		 * wake) and found the flag set: run that too. */
+	} while ((uint32_t)__atomic_load_n(&plk_cond_deferred, __ATOMIC_RELAXED) != 0);
 	errno = saved;
 }
 
@@ -752,7 +777,7 @@ void plk_cond_wake(proxylock_cond_t *c, bool all)
 	/* A signal handler that interrupted its own thread inside one of our
 	 * internal critical sections: no bucket may be taken here. */
 	if (__builtin_expect(__atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0, 0)) {
-		defer_wake(c, all);
+		defer_wake(c);
 		return;
 	}
 	tsan_internal_begin(c);

@@ -60,7 +60,6 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
-	plk_lockcheck_fork_child();
 	plk_registry_fork_child();
 	plk_rdset_fork_child();  /* after the TID is renewed */
 	plk_waitq_fork_child();

@@ -133,15 +133,6 @@ static inline void plk_lockcheck_acquired(void)
 static inline void plk_lockcheck_acquired(void) {}
 #endif
 
-/* A fork child: its lock words are reset by hand, not unlocked, so its
- * count is too; a signal deferred in the parent is the parent's (its
- * waiters are not in the child), and the parent runs it. */
-static inline void plk_lockcheck_fork_child(void)
-{
-	plk_ilock_depth = 0;
-	plk_cond_deferred = 0;
-}
-
 /* Count an internal lock as held, before its word is taken. */
 static inline void plk_ilock_enter(void)
 {

@@ -8,6 +8,8 @@
  * SIGSEGV).
  */
 #include <semaphore.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/mman.h>
 
 #include "helpers.h"
@@ -117,6 +119,194 @@ START_TEST(a_signaller_that_saw_a_waiter_never_touches_the_mutex_freed_after_it_
 }
 END_TEST
 
+/* --- signals from handlers, deferred (cond.c; review of a85c5bf) ----- */
+
+static proxylock_mutex_t hm = PROXYLOCK_MUTEX_INITIALIZER;
+static proxylock_cond_t hc = PROXYLOCK_COND_INITIALIZER;
+static volatile sig_atomic_t flag_a, flag_b, handled;
+static void *hc_key(void) { return cond_key_of(&hc); }
+
+static void signal_b(int sig)
+{
+	(void)sig;
+	flag_b = 1;
+	proxylock_cond_signal(&hc);
+	handled = 1;
+}
+
+/* Waits for @arg's flag for up to 3 s; its result. */
+static void *wait_for_flag(void *arg)
+{
+	volatile sig_atomic_t *flag = arg;
+	struct timespec t;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += 3;
+	proxylock_mutex_lock(&hm);
+	while (!*flag && rc == 0)
+		rc = proxylock_cond_timedwait(&hc, &hm, &t);
+	proxylock_mutex_unlock(&hm);
+	return (void *)(long)rc;
+}
+
+/*
+ * W waits on hc for B.  T, SCHED_FIFO (ranked ahead of W), enters its own
+ * wait on hc for A and is held at hc's bucket; its handler sets B and
+ * signals hc, deferred.  When T's critical section ends T is queued ahead
+ * of W: the deferred signal must still wake W, the one thread blocked
+ * when the handler called (as a deferred signal, T took it and W slept
+ * until its deadline).
+ */
+START_TEST(a_handlers_deferred_signal_wakes_the_thread_blocked_when_it_was_called)
+{
+	struct sigaction sa = { .sa_handler = signal_b };
+	struct sched_param sp = { .sched_priority = 10 };
+	struct plk_bucket *b;
+	pthread_attr_t at;
+	pthread_t w, t;
+	void *w_rc;
+
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	pthread_create(&w, NULL, wait_for_flag, (void *)&flag_b);
+	ck_assert(eventually(__atomic_load_n(&hc.__waiters, __ATOMIC_ACQUIRE) == 1, bound_ms(2000)));
+	b = plk_waitq_lock(hc_key());
+	pthread_attr_init(&at);
+	pthread_attr_setinheritsched(&at, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&at, SCHED_FIFO);
+	pthread_attr_setschedparam(&at, &sp);
+	ck_assert_msg(pthread_create(&t, &at, wait_for_flag, (void *)&flag_a) == 0,
+	              "no SCHED_FIFO thread (run as root)");
+	ck_assert_msg(eventually(__atomic_load_n(&b->lock.word, __ATOMIC_RELAXED) == 2, bound_ms(2000)),
+	              "T never reached hc's bucket");
+	pthread_kill(t, SIGUSR1);
+	ck_assert(eventually(handled, bound_ms(2000)));
+	plk_waitq_unlock(b);
+	pthread_join(w, &w_rc);
+	ck_assert_msg(w_rc == NULL, "W, blocked when the handler signalled, was never woken (%ld)",
+	              (long)w_rc);
+	flag_a = 1;
+	proxylock_cond_broadcast(&hc);
+	pthread_join(t, NULL);
+}
+END_TEST
+
+static pid_t forked;
+
+static void fork_in_handler(int sig)
+{
+	(void)sig;
+	forked = fork();
+}
+
+/* A signal and a waiter in this process: 0 if the waiter was woken. */
+static int signal_a_waiter(void)
+{
+	pthread_t w;
+	void *rc;
+
+	flag_a = 0;
+	pthread_create(&w, NULL, wait_for_flag, (void *)&flag_a);
+	while (__atomic_load_n(&hc.__waiters, __ATOMIC_ACQUIRE) == 0)
+		usleep(1000);
+	proxylock_mutex_lock(&hm);
+	flag_a = 1;
+	proxylock_cond_signal(&hc);
+	proxylock_mutex_unlock(&hm);
+	pthread_join(w, &rc);
+	return rc == NULL ? 0 : 1;
+}
+
+PLK_HIDDEN extern bool plk_fork_hooks_installed;
+
+/* A handler that interrupted an internal critical section forks: in the
+ * child the section still ends, and signals there still wake (the
+ * child's count was reset while the section went on releasing: it
+ * wrapped, and every later signal there was deferred for ever). */
+START_TEST(after_a_fork_from_a_handler_inside_an_internal_lock_the_childs_signals_still_wake)
+{
+	struct sigaction sa = { .sa_handler = fork_in_handler };
+	struct plk_bucket *b;
+	int status;
+
+	ck_assert(plk_fork_hooks_installed);
+	ck_assert_int_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	b = plk_waitq_lock(&forked);  /* a bucket no lock below uses... */
+	raise(SIGUSR2);               /* ...held while the handler forks */
+	plk_waitq_unlock(b);
+	if (forked == 0)
+		_exit(signal_a_waiter() != 0 ? 3 : plk_ilock_depth != 0 ? 4 : 0);
+	ck_assert_int_eq(waitpid(forked, &status, 0), forked);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "fork child status %#x (exit 3: a signal in the child never woke its waiter, "
+	              "4: its count of internal locks is off)", status);
+	ck_assert_int_eq(signal_a_waiter(), 0);
+}
+END_TEST
+
+#define NDEFER 16
+static proxylock_cond_t dconds[NDEFER];
+static proxylock_mutex_t dm = PROXYLOCK_MUTEX_INITIALIZER;
+static volatile int dnext;
+
+static void signal_next(int sig)
+{
+	(void)sig;
+	proxylock_cond_signal(&dconds[dnext]);
+	dnext++;
+}
+
+static void *wait_on(void *arg)
+{
+	proxylock_mutex_lock(&dm);
+	proxylock_cond_wait(arg, &dm);
+	proxylock_mutex_unlock(&dm);
+	return NULL;
+}
+
+static int dkey;
+
+static void *take_and_release(void *arg)
+{
+	(void)arg;
+	plk_waitq_unlock(plk_waitq_lock(&dkey));
+	return NULL;
+}
+
+/* A thread on a small stack whose outermost release runs signals its
+ * handlers deferred for 16 condvars with waiters runs them one after
+ * the other (each run from inside the last cost about 1 KiB of stack:
+ * this one overflowed). */
+START_TEST(deferred_signals_run_one_after_another_on_a_small_stack)
+{
+	struct sigaction sa = { .sa_handler = signal_next };
+	pthread_t w[NDEFER], v;
+	struct plk_bucket *b;
+	pthread_attr_t at;
+
+	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+	for (int i = 0; i < NDEFER; i++) {
+		proxylock_cond_init(&dconds[i], CLOCK_REALTIME);
+		pthread_create(&w[i], NULL, wait_on, &dconds[i]);
+		ck_assert(eventually(__atomic_load_n(&dconds[i].__waiters, __ATOMIC_ACQUIRE) == 1,
+		                     bound_ms(2000)));
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 16384);
+	b = plk_waitq_lock(&dkey);
+	pthread_create(&v, &at, take_and_release, NULL);
+	ck_assert(eventually(__atomic_load_n(&b->lock.word, __ATOMIC_RELAXED) == 2, bound_ms(2000)));
+	for (int i = 0; i < NDEFER; i++) {
+		pthread_kill(v, SIGUSR1);
+		ck_assert(eventually(dnext > i, bound_ms(2000)));
+	}
+	plk_waitq_unlock(b);
+	pthread_join(v, NULL);
+	for (int i = 0; i < NDEFER; i++)
+		pthread_join(w[i], NULL);  /* each woken by its deferred signal */
+}
+END_TEST
+
 static Suite *condrace_suite(void)
 {
 	Suite *s = suite_create("condrace");
@@ -124,6 +314,11 @@ static Suite *condrace_suite(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, a_signaller_that_saw_a_waiter_never_touches_the_mutex_freed_after_it_timed_out);
+	tcase_add_test(tc, a_handlers_deferred_signal_wakes_the_thread_blocked_when_it_was_called);
+	tcase_add_test(tc, deferred_signals_run_one_after_another_on_a_small_stack);
+#ifndef __SANITIZE_THREAD__
+	tcase_add_test(tc, after_a_fork_from_a_handler_inside_an_internal_lock_the_childs_signals_still_wake);
+#endif
 	suite_add_tcase(s, tc);
 	return s;
 }
