@@ -343,6 +343,17 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
 	return true;
 }
 
+/* The fork being prepared (see Fork below): a call about to be made on
+ * its thread sets fork_lent_late, under that thread's record lock. */
+static uint32_t fork_watch_tid;  /* under the forking thread's record lock; 0: no fork */
+static bool fork_lent_late;
+
+static void fork_note_apply(pid_t tid)
+{
+	if ((uint32_t)tid == __atomic_load_n(&fork_watch_tid, __ATOMIC_RELAXED))
+		__atomic_store_n(&fork_lent_late, true, __ATOMIC_SEQ_CST);
+}
+
 /*
  * The token holder's loop: install E(T) until no newer generation is
  * left.  @now_ns: CLOCK_MONOTONIC, read before t->lock was taken.
@@ -375,6 +386,7 @@ static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		 * its key destructor takes the token before retiring it. */
 		bool adopted = t->adopted;
 
+		fork_note_apply(tid);
 		plk_ilock_unlock(&t->lock);
 		bool ours = adopted || tid_is_ours(tid);
 
@@ -431,16 +443,24 @@ void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns)
 /* --- fork ------------------------------------------------------------ */
 
 /*
- * Fork's prepare: the forking thread's base B(T), into *@base, taking
- * its token only to read it (a lender's calls on it in flight finish
- * first; an unverified copy is read from the kernel, which then holds
- * B(T): I4).  Nothing is held on return: a prepare handler that runs
- * after ours may take an interposed lock, and a lend may then reach us,
- * so the child compares the kernel's view with this copy
- * (plk_donate_fork_child) instead of trusting a record.  False if the
- * caller has no record (out of memory).
+ * Fork.  Nothing is held across it (fork.c): prepare copies the forking
+ * thread's base and what the kernel has of ours under its token, drops
+ * the token, and names the thread in fork_watch_tid, so that a call
+ * that makes the kernel differ for it afterwards (a lend that reaches it
+ * while the prepare handlers registered before ours run) sets
+ * fork_lent_late first.  The child sets back only what a lend can have
+ * changed: nothing if nothing of ours was installed at the copy and none
+ * came late (no syscall), else the fields where the kernel's view
+ * differs from the copied base, but for those the kernel itself resets
+ * in a SCHED_RESET_ON_FORK child.
+ *
+ * Order: the forking thread stores fork_watch_tid before it drops its
+ * token (under its record lock), and a later holder reads it under that
+ * lock after taking the token, so a late call is seen; the flag is
+ * stored before the call's syscalls, so a child whose kernel state shows
+ * the call was copied from memory that shows the flag.
  */
-bool plk_donate_fork_prepare(struct plk_sched_ctx *base)
+bool plk_donate_fork_prepare(struct plk_donate_fork_copy *copy)
 {
 	struct plk_thread *me = plk_thread_self_cached();
 	pid_t tid = (pid_t)plk_tid();
@@ -453,19 +473,46 @@ bool plk_donate_fork_prepare(struct plk_sched_ctx *base)
 		return false;
 	if (me->base_unverified && !base_reread(me, tid))
 		return false;
-	*base = me->base;
+	copy->base = me->base;
+	copy->applied = me->applied;
+	__atomic_store_n(&fork_lent_late, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&fork_watch_tid, (uint32_t)tid, __ATOMIC_RELAXED);  /* before the token drops */
 	apply_locked(me, tid, now_ns);  /* installs what is due, drops the token and the lock */
 	return true;
 }
 
-/* Fork child, no internal lock held: back to @base wherever the kernel's
- * view differs from it (a lend made before the fork was taken). */
-void plk_donate_fork_child(const struct plk_sched_ctx *base)
+void plk_donate_fork_parent(void)
 {
-	struct plk_sched_ctx now;
+	__atomic_store_n(&fork_watch_tid, 0, __ATOMIC_RELAXED);
+}
 
-	if (plk_sched_read(0, &now) == 0)
-		plk_sched_apply(0, &now, base);
+void plk_donate_fork_child(const struct plk_donate_fork_copy *copy)
+{
+	const struct plk_sched_ctx *base = &copy->base;
+	struct plk_sched_ctx now, want;
+
+	__atomic_store_n(&fork_watch_tid, 0, __ATOMIC_RELAXED);
+	if (plk_sched_equal(&copy->applied, base) && !__atomic_load_n(&fork_lent_late, __ATOMIC_SEQ_CST))
+		return;
+	if (plk_sched_read(0, &now) != 0)
+		return;
+	want = *base;
+	if (base->flags & PLK_SCHED_RESET_ON_FORK) {
+		/* What the kernel makes of the base in such a child
+		 * (sched_setscheduler(2)): an RT policy becomes SCHED_OTHER,
+		 * a negative nice 0, the clamps their defaults (as read now),
+		 * and the flag is not inherited. */
+		if (plk_sched_is_rt(want.policy)) {
+			want.policy = SCHED_OTHER;
+			want.rt_prio = 0;
+		}
+		if (want.nice < 0)
+			want.nice = 0;
+		want.umin = now.umin;
+		want.umax = now.umax;
+		want.flags = now.flags;
+	}
+	plk_sched_apply(0, &now, &want);
 }
 
 /* --- the application sets its own context ---------------------------- */

@@ -81,14 +81,22 @@ PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
  */
 PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns);
 
+/* What fork's prepare copies of the forking thread (donate.c, Fork). */
+struct plk_donate_fork_copy {
+	struct plk_sched_ctx base;     /* B(T) */
+	struct plk_sched_ctx applied;  /* what the kernel had of ours */
+};
+
 /**
- * plk_donate_fork_prepare - copy the forking thread's base context into
- * *@base, holding nothing on return; false if it has no record.
- * plk_donate_fork_child - in the child, make the kernel's view of the
- * caller @base again.  (donate.c, Fork.)
+ * plk_donate_fork_prepare - copy the forking thread's base and applied
+ * context into *@copy and watch for calls on it until the fork is taken;
+ * nothing is held on return; false if it has no record.
+ * plk_donate_fork_parent - stop watching.  plk_donate_fork_child - in the
+ * child, set back what a lend can have changed.
  */
-PLK_HIDDEN bool plk_donate_fork_prepare(struct plk_sched_ctx *base);
-PLK_HIDDEN void plk_donate_fork_child(const struct plk_sched_ctx *base);
+PLK_HIDDEN bool plk_donate_fork_prepare(struct plk_donate_fork_copy *copy);
+PLK_HIDDEN void plk_donate_fork_parent(void);
+PLK_HIDDEN void plk_donate_fork_child(const struct plk_donate_fork_copy *copy);
 
 /* Parts of a context an application's scheduler call sets. */
 enum {

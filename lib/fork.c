@@ -12,9 +12,10 @@
  * the thread records and their table, the free list, the counters and
  * the process's identity are on pages marked MADV_WIPEONFORK (registry.h,
  * Identity).  So prepare only copies the forking thread's base context
- * (it adopts or makes its record first, so that lends reaching it until
- * the fork is taken go through a record), and the child compares the
- * kernel's view with that copy and restores it.  The child also frees
+ * and what of ours the kernel has (it adopts or makes its record first,
+ * so that lends reaching it until the fork is taken go through a record,
+ * whose calls are watched), and the child sets back what a lend can
+ * have changed (donate.c, Fork).  The child also frees
  * the parent threads' read sets and zeroes what the kernel could not.
  * Locks the forking thread held keep a TID it had before the fork in
  * their word and still count as its own (registry.h: fork aliases).
@@ -35,7 +36,7 @@
 /* The forking thread's base, copied in prepare (glibc runs one fork's
  * handlers at a time); fork_base_copied: there is a copy to restore. */
 static bool fork_base_copied;
-static struct plk_sched_ctx fork_base;
+static struct plk_donate_fork_copy fork_copy;
 
 /*
  * A single-threaded process has no other thread to lend to it while it
@@ -47,13 +48,14 @@ static void fork_prepare(void)
 	fork_base_copied = false;
 	if (!__libc_single_threaded) {
 		plk_registry_fork_adopt();
-		fork_base_copied = plk_donate_fork_prepare(&fork_base);
+		fork_base_copied = plk_donate_fork_prepare(&fork_copy);
 	}
 	plk_observe_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+	plk_donate_fork_parent();
 	plk_observe_fork_parent();
 	plk_registry_fork_key();
 }
@@ -65,7 +67,7 @@ static void fork_child(void)
 	plk_waitq_fork_child();
 	plk_stats_fork_child();
 	if (fork_base_copied)
-		plk_donate_fork_child(&fork_base);
+		plk_donate_fork_child(&fork_copy);
 	plk_observe_fork_child();
 }
 

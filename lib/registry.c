@@ -92,6 +92,11 @@ static union {
 	struct {
 		struct plk_proc id;                    /* plk_proc: the key, read by every plk_tid() */
 		_Alignas(128) pid_t pid;               /* getpid(), cached */
+		/* Threads that cached their TID in this process, the last
+		 * BORN_HERE of them while plk_fork_survivor_pending() (slot
+		 * first, count last with release): none is the survivor. */
+		uint32_t born_here[16];
+		uint32_t nborn;
 		plk_ilock_t free_lock;
 		struct plk_thread *free_list;          /* under free_lock */
 		unsigned free_count;                   /* records on it; under free_lock, read as a hint */
@@ -141,8 +146,11 @@ static uint32_t proc_renew(void)
 static void survivor_renew(uint32_t old, uint32_t tid)
 {
 	int n = __atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED);
+	uint32_t last = __atomic_load_n(&forked_tid, __ATOMIC_RELAXED);
 
-	if (old != __atomic_load_n(&forked_tid, __ATOMIC_RELAXED))
+	if (last == tid)
+		return;  /* done already, by a handler that interrupted us */
+	if (old != last)
 		n = 0;  /* not the last fork's survivor: no aliases */
 	__atomic_store_n(&fork_aliases[n % PLK_FORK_ALIASES], old, __ATOMIC_RELAXED);
 	/* Release: a reader that sees the count sees the slot. */
@@ -156,6 +164,34 @@ static void survivor_renew(uint32_t old, uint32_t tid)
 	__atomic_store_n(&plk_proc.survivor, 1, __ATOMIC_RELEASE);
 }
 
+/* While the survivor is pending, a thread that caches its TID here says
+ * so: it cannot be the survivor, whose TID was cached in the parent. */
+static void born_here(uint32_t tid)
+{
+	uint32_t n = __atomic_load_n(&proc_page.p.nborn, __ATOMIC_RELAXED);
+
+	for (;;) {
+		uint32_t *slot = &proc_page.p.born_here[n % 16];
+
+		__atomic_store_n(slot, tid, __ATOMIC_RELAXED);
+		/* Release: the slot before the count.  A CAS: threads of the
+		 * child may come here together. */
+		if (__atomic_compare_exchange_n(&proc_page.p.nborn, &n, n + 1, 0, __ATOMIC_RELEASE,
+		                                __ATOMIC_RELAXED))
+			return;
+	}
+}
+
+static bool was_born_here(uint32_t tid)
+{
+	uint32_t n = __atomic_load_n(&proc_page.p.nborn, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n && i < 16; i++)
+		if (__atomic_load_n(&proc_page.p.born_here[i], __ATOMIC_RELAXED) == tid)
+			return true;
+	return false;
+}
+
 uint32_t plk_tid_slow(void)
 {
 	uint32_t key = __atomic_load_n(&plk_proc.key, __ATOMIC_RELAXED);
@@ -163,13 +199,18 @@ uint32_t plk_tid_slow(void)
 
 	if (key == 0)
 		key = proc_renew();
+	/* The cache first: a handler that interrupts what follows finds it
+	 * valid and does not renew again. */
+	plk_tls_id = (uint64_t)~key << 32 | tid;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (old != 0 && old != tid)
 		survivor_renew(old, tid);
 	else if (old == 0 && (pid_t)tid == plk_pid())
 		/* The first thread of this process, with nothing cached
 		 * before: in a fork child, the survivor, with no alias. */
 		__atomic_store_n(&plk_proc.survivor, 1, __ATOMIC_RELEASE);
-	plk_tls_id = (uint64_t)~key << 32 | tid;
+	else if (old == 0 && plk_fork_survivor_pending())
+		born_here(tid);
 	return tid;
 }
 
@@ -222,7 +263,8 @@ bool plk_thread_exited(pid_t tid)
 	if (tid <= 0)
 		return false;
 	if (syscall(SYS_tgkill, plk_pid(), tid, 0) != 0)
-		gone = errno == ESRCH && !plk_fork_survivor_pending();
+		gone = errno == ESRCH &&
+		       (!plk_fork_survivor_pending() || was_born_here((uint32_t)tid));
 	else
 		gone = tid == plk_pid() && leader_is_zombie();
 	errno = saved;

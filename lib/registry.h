@@ -150,7 +150,8 @@ static inline uint32_t plk_tid(void)
  * surviving thread has not renewed its TID yet (no fork handler of ours
  * ran: _Fork(), a raw fork syscall), so a lock word may name it by a TID
  * no alias list holds yet.  A TID that no thread of ours has may then be
- * that thread's (plk_thread_exited says alive).
+ * that thread's (plk_thread_exited says alive), unless a thread that
+ * cached its TID in this process had it (the last 16 such are kept).
  */
 PLK_HIDDEN bool plk_fork_survivor_pending(void);
 
@@ -286,7 +287,8 @@ PLK_HIDDEN void plk_thread_token_drop_unlock(struct plk_thread *t);
  * any more (the kernel's answer: tgkill signal 0 fails with ESRCH; for
  * the thread-group leader, which stays a zombie after pthread_exit,
  * /proc's).  A TID reused by a new thread of ours reads as alive, and
- * so does every TID while plk_fork_survivor_pending().
+ * so does every TID while plk_fork_survivor_pending() but those of the
+ * threads that cached theirs in this process.
  */
 PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 

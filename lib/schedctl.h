@@ -15,6 +15,9 @@
 
 #include "futex.h"
 
+/* SCHED_FLAG_RESET_ON_FORK, the one sched_flags bit a context keeps. */
+#define PLK_SCHED_RESET_ON_FORK 0x01
+
 /* A scheduling context: what B(T) and E(T) are made of. */
 struct plk_sched_ctx {
 	uint32_t policy;   /* SCHED_OTHER, _BATCH, _IDLE, _FIFO, _RR */
@@ -22,7 +25,7 @@ struct plk_sched_ctx {
 	uint32_t rt_prio;  /* meaningful for SCHED_FIFO/SCHED_RR */
 	uint32_t umin;     /* uclamp_min, 0..1024 (0 where unsupported) */
 	uint32_t umax;     /* uclamp_max, 0..1024 */
-	uint64_t flags;    /* SCHED_FLAG_RESET_ON_FORK as read */
+	uint64_t flags;    /* PLK_SCHED_RESET_ON_FORK as read */
 	cpu_set_t cpus;    /* CPU affinity */
 };
 

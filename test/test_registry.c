@@ -350,6 +350,73 @@ START_TEST(a_lend_made_after_our_prepare_handler_still_leaves_the_child_at_base)
 }
 END_TEST
 
+static void *idle_until_cancelled(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* A fork child whose exit status is 0 if the kernel's view of it is @want
+ * (policy and CPUs). */
+static int fork_and_check(uint32_t policy, const cpu_set_t *cpus)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct kview v = kview_of(0);
+
+		_exit(v.policy != policy ? 1 : !CPU_EQUAL(&v.cpus, cpus) ? 2 : 0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return status;
+}
+
+/*
+ * A fork child sets back only what a lend changed: with nothing lent,
+ * it keeps what the kernel gave it (SCHED_RESET_ON_FORK: SCHED_OTHER,
+ * not the parent's SCHED_FIFO) and what the application set without the
+ * library seeing it (a raw sched_setaffinity); the child made them the
+ * parent's base again when it compared the kernel's view with its copy.
+ */
+START_TEST(a_fork_child_keeps_what_the_kernel_and_the_application_gave_it)
+{
+	struct test_sched_attr a = { .size = sizeof(a) };
+	struct kview start = kview_of(0);
+	cpu_set_t one;
+	pthread_t idle;
+	int status;
+
+	ck_assert(plk_fork_hooks_installed);
+	ck_assert_int_eq(pthread_create(&idle, NULL, idle_until_cancelled, NULL), 0);
+	ck_assert_ptr_nonnull(plk_thread_self());  /* a record, and a copy at each fork */
+	ck_assert_int_eq(fork_and_check(start.policy, &start.cpus), 0);
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	ck_assert_int_eq(syscall(SYS_sched_setaffinity, 0, sizeof(one), &one), 0);
+	status = fork_and_check(start.policy, &one);
+	ck_assert_msg(status == 0, "a child undid a raw sched_setaffinity (status %#x)", status);
+	a.sched_policy = SCHED_FIFO;
+	a.sched_priority = 10;
+	a.sched_flags = 0x01;  /* SCHED_FLAG_RESET_ON_FORK */
+	ck_assert_msg(syscall(SYS_sched_setattr, 0, &a, 0) == 0, "SCHED_FIFO needs root");
+	status = fork_and_check(SCHED_OTHER, &one);
+	a.sched_policy = start.policy;
+	a.sched_priority = 0;
+	a.sched_flags = 0;
+	a.sched_nice = start.nice;
+	syscall(SYS_sched_setattr, 0, &a, 0);
+	syscall(SYS_sched_setaffinity, 0, sizeof(start.cpus), &start.cpus);
+	pthread_cancel(idle);
+	pthread_join(idle, NULL);
+	ck_assert_msg(status == 0, "a SCHED_RESET_ON_FORK child was given its parent's policy back "
+	              "(status %#x)", status);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -361,6 +428,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, a_record_made_for_a_scheduler_call_on_another_thread_does_not_outlive_it);
 	tcase_add_test(tc, a_fork_child_finds_no_parent_thread_among_records_or_readers);
 	tcase_add_test(tc, a_lend_made_after_our_prepare_handler_still_leaves_the_child_at_base);
+	tcase_add_test(tc, a_fork_child_keeps_what_the_kernel_and_the_application_gave_it);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,7 @@
  * threads really return, are cancelled, or vanish across fork.
  */
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -333,11 +334,31 @@ static int bare_child(proxylock_mutex_t *before, proxylock_mutex_t *after)
 	return try_from_another_thread(before) == 0 ? 0 : 8;
 }
 
+/* The kernel gives a fork child pages marked MADV_WIPEONFORK zero-filled
+ * (Linux 4.14+, madvise built in): without it, a child no fork handler
+ * saw cannot tell it is one (docs/design.md, "Fork"). */
+static bool wipe_on_fork_works(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok = p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0;
+
+	if (p != MAP_FAILED)
+		munmap(p, (size_t)pg);
+	return ok;
+}
+
 static void check_bare_fork(enum bare_fork how)
 {
 	static proxylock_mutex_t before, after;
 	int status;
 	pid_t child;
+
+	if (!wipe_on_fork_works()) {
+		fprintf(stderr, "SKIP: this kernel does not do MADV_WIPEONFORK: a child made "
+		                "without fork handlers keeps the parent's TID cache\n");
+		return;
+	}
 
 	robust_init(&before, PROXYLOCK_MUTEX_NORMAL);
 	robust_init(&after, PROXYLOCK_MUTEX_NORMAL);
@@ -355,6 +376,37 @@ static void check_bare_fork(enum bare_fork how)
 	              "call, 7: its unlock failed, 8: the lock stayed held)", status);
 	ck_assert_int_eq(proxylock_mutex_unlock(&before), 0);
 }
+
+/* In a child made without fork handlers, whose survivor has made no
+ * lock call yet: a thread made there that exits holding a robust lock
+ * is still a dead owner (glibc's robust mutexes say EOWNERDEAD there). */
+static int bare_child_dead_owner(void)
+{
+	static proxylock_mutex_t m;
+	pthread_t t;
+
+	robust_init(&m, PROXYLOCK_MUTEX_NORMAL);
+	if (pthread_create(&t, NULL, lock_and_exit, &m) != 0 || pthread_join(t, NULL) != 0)
+		return 2;
+	return try_from_another_thread(&m) == EOWNERDEAD ? 0 : 3;
+}
+
+START_TEST(after_Fork_a_thread_made_in_the_child_that_exits_holding_a_lock_is_a_dead_owner)
+{
+	int status;
+	pid_t child;
+
+	if (!wipe_on_fork_works())
+		return;  /* check_bare_fork says why */
+	child = _Fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(bare_child_dead_owner());
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "child status %#x (exit 3: the waiter did not get EOWNERDEAD)", status);
+}
+END_TEST
 
 /*
  * A process made by _Fork() (glibc 2.34+) or a raw fork syscall runs no
@@ -501,6 +553,7 @@ static Suite *robust_suite(void)
 	 * parent's: its new threads trip it. */
 	tcase_add_test(tc, after_Fork_the_survivors_locks_are_never_taken_as_a_dead_owners);
 	tcase_add_test(tc, after_a_raw_fork_syscall_the_survivors_locks_are_never_taken_as_a_dead_owners);
+	tcase_add_test(tc, after_Fork_a_thread_made_in_the_child_that_exits_holding_a_lock_is_a_dead_owner);
 #endif
 	suite_add_tcase(s, tc);
 	return s;
