@@ -724,8 +724,12 @@ void plk_registry_fork_init(void)
  */
 void plk_registry_fork_child(void)
 {
-	if (!proc_wiped)
+	if (!proc_wiped) {
 		memset(&proc_page.p, 0, sizeof(proc_page.p));
+		/* plk_proc is an alias of the page: make the compiler read it
+		 * again after the memset of the page's other name. */
+		__asm__ __volatile__("" ::: "memory");
+	}
 	if (kept_on_fork)
 		memset(pages, 0, sizeof(pages));
 	(void)plk_tid();
