@@ -81,13 +81,15 @@ END_TEST
 
 /* --- affinity -------------------------------------------------------- */
 
+/* A nice-1 holder on CPU 1, a nice-0 waiter on CPU 0: the waiter
+ * outranks it, so it lends its CPU. */
 static void affinity_scenario(int want_a, int want_b)
 {
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
 	require_two_cpus_and_nice();
-	actor_start(&h, 0, 1);
+	actor_start(&h, 1, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
 	actor_block_on(&w, ACT_LOCK, &m);

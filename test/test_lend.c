@@ -156,6 +156,8 @@ static void assert_lend_eq_(const struct plk_lend *got, const struct plk_lend *w
 
 	ck_assert_msg(got->kinds == want->kinds, "%s: lend kinds got %#x, want %#x", what,
 	              got->kinds, want->kinds);
+	ck_assert_msg(got->cpu_rank == want->cpu_rank, "%s: lend cpu_rank got %#llx, want %#llx",
+	              what, (unsigned long long)got->cpu_rank, (unsigned long long)want->cpu_rank);
 	ck_assert_msg(got->ctx.rt_prio == 0 || got->rt_policy == want->rt_policy,
 	              "%s: lend rt_policy got %s, want %s", what, policy_name(got->rt_policy),
 	              policy_name(want->rt_policy));
@@ -505,6 +507,8 @@ END_TEST
 
 /* --- affinity ---------------------------------------------------------- */
 
+/* The holder nice 0, its waiters nice -1: they outrank it, so the policy
+ * alone decides where it runs. */
 static struct plk_sched_ctx affinity_of(int policy, cpu_set_t base_cpus, const cpu_set_t *lent_cpus,
                                         int nlent, const cpu_set_t *allowed,
                                         const struct plk_numa_map *numa)
@@ -515,7 +519,7 @@ static struct plk_sched_ctx affinity_of(int policy, cpu_set_t base_cpus, const c
 
 	plk_lend_init(&l);
 	for (int i = 0; i < nlent; i++) {
-		struct plk_sched_ctx w = with_cpus(fair(SCHED_OTHER, 0), lent_cpus[i]);
+		struct plk_sched_ctx w = with_cpus(fair(SCHED_OTHER, -1), lent_cpus[i]);
 
 		plk_lend_add(&l, &w, A);
 	}
@@ -646,6 +650,154 @@ START_TEST(nothing_left_in_the_cpuset_falls_back_to_the_base_cpus)
 	/* NODE: the holder's CPUs are all off the waiters' node. */
 	assert_cpus(affinity_of(PROXYLOCK_AFFINITY_NODE, CPUS(0, 1), &w, 1, &allowed, &numa),
 	            CPUS(0, 1), "NODE, holder off the waiter's node");
+}
+END_TEST
+
+/* --- who may lend CPUs: the rank order ---------------------------------- */
+
+/* The holder's CPUs after one waiter @w lends everything to @base. */
+static cpu_set_t cpus_lent_by(struct plk_sched_ctx base, struct plk_sched_ctx w)
+{
+	base.cpus = CPUS(0);
+	w.cpus = CPUS(1);
+	return lent(&base, &w, 1, ALL).cpus;
+}
+
+#define assert_moves(base, w, what)                                                  \
+	do {                                                                         \
+		cpu_set_t got_ = cpus_lent_by((base), (w)), want_ = CPUS(1);          \
+		ck_assert_msg(CPU_EQUAL(&got_, &want_), "%s: the waiter outranks, yet its " \
+		              "CPU is not lent", what);                                \
+		got_ = cpus_lent_by((w), (base));                                     \
+		want_ = CPUS(0);                                                     \
+		ck_assert_msg(CPU_EQUAL(&got_, &want_), "%s, reversed: a lower waiter " \
+		              "moved the holder", what);                               \
+	} while (0)
+
+START_TEST(cpus_are_lent_only_by_a_waiter_that_outranks_the_holder)
+{
+	struct plk_sched_ctx other0 = fair(SCHED_OTHER, 0);
+
+	/* Each step of the order, the waiter first, the holder second. */
+	assert_moves(other0, rt(SCHED_FIFO, 1), "RT 1 over nice -20");
+	assert_moves(fair(SCHED_OTHER, -20), rt(SCHED_RR, 1), "RR 1 over nice -20");
+	assert_moves(rt(SCHED_FIFO, 10), rt(SCHED_RR, 11), "RT 11 over RT 10");
+	assert_moves(other0, fair(SCHED_OTHER, -1), "nice -1 over nice 0");
+	assert_moves(fair(SCHED_BATCH, 0), fair(SCHED_BATCH, -5), "BATCH nice -5 over BATCH 0");
+	assert_moves(fair(SCHED_OTHER, 5), fair(SCHED_BATCH, 4), "nice before BATCH/OTHER");
+	assert_moves(fair(SCHED_BATCH, 0), other0, "OTHER over BATCH at equal nice");
+	assert_moves(fair(SCHED_IDLE, -20), fair(SCHED_BATCH, 19), "any fair over IDLE");
+	assert_moves(with_uclamp(other0, 0, 1024), with_uclamp(other0, 1, 1024),
+	             "uclamp_min 1 over 0 at equal nice");
+	assert_moves(with_uclamp(other0, 1024, 1024), with_uclamp(fair(SCHED_OTHER, -1), 0, 0),
+	             "nice before uclamp_min");
+	assert_moves(with_uclamp(rt(SCHED_FIFO, 5), 0, 0), with_uclamp(rt(SCHED_FIFO, 5), 9, 9),
+	             "uclamp_min at equal RT priority");
+
+	/* Equals lend no CPUs: not RT FIFO/RR at one priority, not nice
+	 * that RT, DEADLINE or IDLE ignore, not a higher uclamp_max. */
+	struct plk_sched_ctx eq[][2] = {
+		{ other0, other0 },
+		{ rt(SCHED_FIFO, 7), rt(SCHED_RR, 7) },
+		{ with_uclamp(other0, 300, 400), with_uclamp(other0, 300, 1024) },
+		{ fair(SCHED_IDLE, 19), fair(SCHED_IDLE, -20) },
+		{ rt(SCHED_RR, 3), with_cpus(rt(SCHED_RR, 3), CPUS(1)) },
+	};
+	eq[3][1].nice = -20;
+	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]); i++) {
+		cpu_set_t got = cpus_lent_by(eq[i][0], eq[i][1]), want = CPUS(0);
+
+		ck_assert_msg(CPU_EQUAL(&got, &want), "pair %zu: an equal waiter moved the holder",
+		              i);
+		got = cpus_lent_by(eq[i][1], eq[i][0]);
+		ck_assert_msg(CPU_EQUAL(&got, &want), "pair %zu reversed: an equal waiter moved "
+		              "the holder", i);
+	}
+	/* A DEADLINE waiter outranks every RT holder. */
+	struct plk_sched_ctx dl = fair(SCHED_DEADLINE, 0);
+	assert_moves(rt(SCHED_FIFO, 99), dl, "DEADLINE over RT 99");
+}
+END_TEST
+
+START_TEST(only_the_top_ranked_waiters_lend_their_cpus)
+{
+	struct plk_sched_ctx base = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx w[4] = {
+		with_cpus(fair(SCHED_OTHER, -3), CPUS(2)),
+		with_cpus(fair(SCHED_OTHER, -5), CPUS(3)),
+		with_cpus(fair(SCHED_OTHER, 10), CPUS(4)),   /* below the holder */
+		with_cpus(fair(SCHED_OTHER, -5), CPUS(5)),
+	};
+	struct plk_sched_ctx got = lent(&base, w, 4, A);
+
+	assert_cpus(got, CPUS(3, 5), "the nice -5 waiters' CPUs only");
+	got = lent(&base, &w[2], 1, ALL);
+	assert_ctx_eq(&got, &base, "a nice-10 waiter lends nothing to a nice-0 holder");
+	/* A chain: E(W)'s rank counts, raised by what W is lent. */
+	struct plk_sched_ctx low = with_cpus(fair(SCHED_OTHER, 10), CPUS(4));
+	struct plk_sched_ctx ew = lent(&low, &w[1], 1, N);
+	got = lent(&base, &ew, 1, A);
+	assert_cpus(got, CPUS(4), "a waiter lent nice -5 outranks a nice-0 holder");
+}
+END_TEST
+
+/* CPUs 0-1 capacity 1024, 2-3 capacity 512, 4-5 160; 6 unknown. */
+static struct plk_capacity_map three_sizes(void)
+{
+	struct plk_capacity_map m;
+
+	memset(&m, 0, sizeof(m));
+	m.differ = true;
+	for (int c = 0; c < 6; c++)
+		m.of[c] = c < 2 ? 1024 : c < 4 ? 512 : 160;
+	return m;
+}
+
+START_TEST(where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus)
+{
+	struct plk_capacity_map cap = three_sizes();
+	struct plk_sched_ctx big = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 0, 1024), CPUS(0));
+	/* Outranks by nice, sits on a little CPU. */
+	struct plk_sched_ctx little = with_cpus(with_uclamp(fair(SCHED_OTHER, -5), 0, 160), CPUS(4));
+	struct plk_lend l = lend_of(&little, 1, ALL);
+	struct plk_lend_env env = { .affinity = PROXYLOCK_AFFINITY_WAITERS, .capacity = &cap };
+	struct plk_sched_ctx got;
+
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 4), "WAITERS, big holder, little waiter: big CPU kept");
+	env.affinity = PROXYLOCK_AFFINITY_UNION;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 4), "UNION");
+	/* The best the base may use: only its best CPUs come back, and only
+	 * those within the cpuset. */
+	big.cpus = CPUS(0, 1, 2, 3);
+	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 1, 4), "base on 0-3");
+	cpu_set_t allowed = CPUS(1, 2, 3, 4);
+	env.allowed = &allowed;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(1, 4), "base on 0-3, cpuset 1-4");
+	env.allowed = NULL;
+	/* A waiter on a CPU as big as the holder's best moves it there. */
+	little.cpus = CPUS(1, 5);
+	l = lend_of(&little, 1, ALL);
+	big.cpus = CPUS(0);
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(1, 5), "waiter on a big CPU");
+	/* A little holder may be moved to a big waiter's CPU, or a middle one. */
+	struct plk_sched_ctx small = with_cpus(fair(SCHED_OTHER, 19), CPUS(4));
+	struct plk_sched_ctx mid = with_cpus(fair(SCHED_OTHER, 0), CPUS(2));
+	l = lend_of(&mid, 1, ALL);
+	got = combine_env(&small, &l, &env);
+	assert_cpus(got, CPUS(2), "little holder, middle waiter");
+	/* Equal capacities everywhere (differ false): the policy alone. */
+	cap.differ = false;
+	l = lend_of(&little, 1, ALL);
+	little.cpus = CPUS(4);
+	l = lend_of(&little, 1, ALL);
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(4), "capacities alike");
 }
 END_TEST
 
@@ -1018,6 +1170,9 @@ static Suite *lend_suite(void)
 	tcase_add_test(tc, node_policy_without_numa_information_is_the_union);
 	tcase_add_test(tc, cpus_outside_the_cpuset_are_dropped);
 	tcase_add_test(tc, nothing_left_in_the_cpuset_falls_back_to_the_base_cpus);
+	tcase_add_test(tc, cpus_are_lent_only_by_a_waiter_that_outranks_the_holder);
+	tcase_add_test(tc, only_the_top_ranked_waiters_lend_their_cpus);
+	tcase_add_test(tc, where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus);
 	tcase_add_test(tc, an_empty_lend_is_the_identity);
 	tcase_add_test(tc, merging_lends_of_two_locks_equals_folding_all_their_waiters);
 	tcase_add_test(tc, merge_is_commutative_and_associative);
