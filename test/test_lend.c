@@ -912,6 +912,7 @@ static struct plk_lend lend_of_case(const struct lock_case *c)
 }
 
 static struct plk_numa_map gen_numa;
+static struct plk_capacity_map gen_capacity;
 static cpu_set_t gen_allowed;
 
 static struct plk_lend_env random_env(void)
@@ -920,6 +921,7 @@ static struct plk_lend_env random_env(void)
 		.affinity = (int)rnd(3),
 		.allowed = rnd(2) ? &gen_allowed : NULL,
 		.numa = &gen_numa,
+		.capacity = rnd(2) ? &gen_capacity : NULL,
 	};
 
 	return env;
@@ -935,6 +937,11 @@ static void generator_setup(uint64_t seed)
 	}
 	gen_numa.nnodes = 3;
 	gen_allowed = CPUS(0, 1, 2, 4, 5, 8, 9, 10);
+	/* Capacities: 1024 on 0-2, 512 on 3-7, 160 on 8-10, 11 unknown. */
+	memset(&gen_capacity, 0, sizeof(gen_capacity));
+	gen_capacity.differ = true;
+	for (int c = 0; c < 11; c++)
+		gen_capacity.of[c] = c < 3 ? 1024 : c < 8 ? 512 : 160;
 }
 
 START_TEST(merging_lends_of_two_locks_equals_folding_all_their_waiters)
@@ -1022,6 +1029,191 @@ START_TEST(a_lend_never_lowers_the_holder)
 		}
 		ck_assert_uint_eq(got.flags, base.flags);
 		ck_assert_int_gt(CPU_COUNT(&got.cpus) + (CPU_COUNT(&base.cpus) == 0), 0);
+	}
+}
+END_TEST
+
+/* The stated order (lend.c), written out independently of plk_lend_rank:
+ * < 0, 0, > 0 as @a ranks below, with, above @b. */
+static int class_of(uint32_t p)
+{
+	return p == SCHED_DEADLINE ? 3 : plk_sched_is_rt(p) ? 2 : p == SCHED_IDLE ? 0 : 1;
+}
+
+static int rank_cmp(const struct plk_sched_ctx *a, const struct plk_sched_ctx *b)
+{
+	int ca = class_of(a->policy), cb = class_of(b->policy);
+
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ca == 2 && a->rt_prio != b->rt_prio)
+		return a->rt_prio < b->rt_prio ? -1 : 1;
+	if (ca == 1) {
+		if (a->nice != b->nice)
+			return a->nice > b->nice ? -1 : 1;
+		if ((a->policy == SCHED_BATCH) != (b->policy == SCHED_BATCH))
+			return a->policy == SCHED_BATCH ? -1 : 1;
+	}
+	if (a->umin != b->umin)
+		return a->umin < b->umin ? -1 : 1;
+	return 0;
+}
+
+/* The best capacity in @cpus. */
+static unsigned best_cap(const struct plk_capacity_map *cap, const cpu_set_t *cpus)
+{
+	unsigned best = 0;
+
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, cpus) && cap->of[c] > best)
+			best = cap->of[c];
+	return best;
+}
+
+/* A base the kernel could hold: uclamp_min <= uclamp_max, nice 0 if RT. */
+static struct plk_sched_ctx random_base(void)
+{
+	struct plk_sched_ctx b = random_ctx();
+
+	if (b.umin > b.umax)
+		b.umin = b.umax;
+	if (plk_sched_is_rt(b.policy))
+		b.nice = 0;
+	if (CPU_COUNT(&b.cpus) == 0)
+		CPU_SET(rnd(12), &b.cpus);
+	return b;
+}
+
+START_TEST(no_lend_leaves_the_holder_below_its_base_in_any_kind)
+{
+	generator_setup(0x30);
+	for (int i = 0; i < CASES; i++) {
+		struct lock_case c = random_lock();
+		struct plk_sched_ctx base = random_base(), got;
+		struct plk_lend l = lend_of_case(&c);
+		struct plk_lend_env env = random_env();
+		bool outranked = false;
+
+		for (int k = 0; k < c.n; k++)
+			outranked |= (c.kinds & A) && rank_cmp(&c.w[k], &base) > 0;
+		got = combine_env(&base, &l, &env);
+		ck_assert_msg(rank_cmp(&got, &base) >= 0, "case %d: E(T) ranks below B(T)", i);
+		ck_assert_msg(got.umin >= base.umin && got.umax >= base.umax,
+		              "case %d: uclamp lowered", i);
+		if (plk_sched_is_rt(base.policy))
+			ck_assert_msg(plk_sched_is_rt(got.policy) && got.rt_prio >= base.rt_prio,
+			              "case %d: RT holder lowered", i);
+		else if (!plk_sched_is_rt(got.policy))
+			ck_assert_msg(got.nice <= base.nice &&
+			              (got.policy == SCHED_IDLE) <= (base.policy == SCHED_IDLE),
+			              "case %d: nice or fair policy lowered", i);
+		ck_assert_msg(outranked || CPU_EQUAL(&got.cpus, &base.cpus),
+		              "case %d: the holder's CPUs changed, with no waiter of a lock "
+		              "lending CPUs outranking it", i);
+		if (env.capacity) {
+			cpu_set_t own = base.cpus;
+
+			if (env.allowed)
+				CPU_AND(&own, &own, env.allowed);
+			if (CPU_COUNT(&own) == 0)
+				own = base.cpus;
+			ck_assert_msg(best_cap(env.capacity, &got.cpus) >=
+			              best_cap(env.capacity, &own),
+			              "case %d: best capacity %u, below the base's %u", i,
+			              best_cap(env.capacity, &got.cpus), best_cap(env.capacity, &own));
+		}
+	}
+}
+END_TEST
+
+/* A context no higher than @b in any kind, and not above it in rank. */
+static struct plk_sched_ctx random_not_above(const struct plk_sched_ctx *b)
+{
+	struct plk_sched_ctx w = random_ctx();
+
+	w.umin = b->umin ? rnd(b->umin + 1) : 0;
+	w.umax = b->umax ? rnd(b->umax + 1) : 0;
+	if (plk_sched_is_rt(b->policy)) {
+		/* RT at or below its priority, or anything fair. */
+		if (plk_sched_is_rt(w.policy))
+			w.rt_prio = 1 + rnd(b->rt_prio);
+	} else {
+		if (plk_sched_is_rt(w.policy))
+			w.policy = SCHED_IDLE;
+		if (b->policy == SCHED_IDLE)
+			w.policy = SCHED_IDLE;
+		else if (b->policy == SCHED_BATCH && w.policy == SCHED_OTHER)
+			w.policy = SCHED_BATCH;
+		w.rt_prio = 0;
+		w.nice = b->nice + (int32_t)rnd((uint32_t)(20 - b->nice));
+	}
+	return w;
+}
+
+START_TEST(waiters_equal_to_or_below_the_holder_leave_it_exactly_at_its_base)
+{
+	generator_setup(0x31);
+	for (int i = 0; i < CASES; i++) {
+		struct plk_sched_ctx base = random_base(), got;
+		struct lock_case a = random_lock(), b = random_lock();
+		struct plk_lend_env env = random_env();
+		struct plk_lend l;
+
+		for (int k = 0; k < a.n; k++)
+			a.w[k] = rnd(4) ? random_not_above(&base) : with_cpus(base, a.w[k].cpus);
+		for (int k = 0; k < b.n; k++)
+			b.w[k] = random_not_above(&base);
+		l = lend_of_case(&a);
+		struct plk_lend lb = lend_of_case(&b);
+		plk_lend_merge(&l, &lb);
+		got = combine_env(&base, &l, &env);
+		assert_ctx_eq(&got, &base, "case %d: %d and %d waiters no higher than the holder",
+		              i, a.n, b.n);
+	}
+}
+END_TEST
+
+START_TEST(waiters_that_do_not_outrank_the_holder_lend_no_cpus)
+{
+	generator_setup(0x32);
+	for (int i = 0; i < CASES; i++) {
+		struct plk_sched_ctx base = random_base(), got;
+		struct lock_case c = random_lock();
+		struct plk_lend_env env = random_env();
+		struct plk_lend l;
+		int n = 0;
+
+		/* Any context at all, as long as its rank is not above. */
+		for (int k = 0; k < c.n; k++)
+			if (rank_cmp(&c.w[k], &base) <= 0)
+				c.w[n++] = c.w[k];
+		c.n = n;
+		l = lend_of_case(&c);
+		got = combine_env(&base, &l, &env);
+		ck_assert_msg(CPU_EQUAL(&got.cpus, &base.cpus),
+		              "case %d: %d waiters not outranking the holder moved it", i, n);
+	}
+}
+END_TEST
+
+START_TEST(plk_lend_rank_follows_the_stated_order)
+{
+	generator_setup(0x33);
+	for (int i = 0; i < CASES * 5; i++) {
+		struct plk_sched_ctx a = random_base(), b = random_base();
+		uint64_t ra, rb;
+		int want, got;
+
+		if (rnd(4) == 0)
+			b = with_cpus(a, b.cpus);  /* ties */
+		else if (rnd(3) == 0)
+			b.nice = a.nice, b.policy = a.policy, b.rt_prio = a.rt_prio;
+		ra = plk_lend_rank(&a);
+		rb = plk_lend_rank(&b);
+		want = rank_cmp(&a, &b);
+		got = ra < rb ? -1 : ra > rb;
+		ck_assert_msg(got == want, "case %d: plk_lend_rank says %d, the order %d", i, got,
+		              want);
 	}
 }
 END_TEST
@@ -1177,6 +1369,10 @@ static Suite *lend_suite(void)
 	tcase_add_test(tc, merging_lends_of_two_locks_equals_folding_all_their_waiters);
 	tcase_add_test(tc, merge_is_commutative_and_associative);
 	tcase_add_test(tc, a_lend_never_lowers_the_holder);
+	tcase_add_test(tc, no_lend_leaves_the_holder_below_its_base_in_any_kind);
+	tcase_add_test(tc, waiters_equal_to_or_below_the_holder_leave_it_exactly_at_its_base);
+	tcase_add_test(tc, waiters_that_do_not_outrank_the_holder_lend_no_cpus);
+	tcase_add_test(tc, plk_lend_rank_follows_the_stated_order);
 	tcase_add_test(tc, a_chain_passes_the_waiters_context_through_an_intermediate_owner);
 	tcase_add_test(tc, plk_lend_kinds_changed_names_exactly_the_kinds_that_differ);
 	suite_add_tcase(s, tc);
