@@ -956,11 +956,65 @@ static void bench_inversion_reverse(void)
 
 /* --- 5. donation cost ------------------------------------------------ */
 
+/* Equal threads on different CPUs (issue 30): each pinned to CPU @cpu's
+ * own, same nice and policy, taking one lock with 10 us of work inside. */
+struct eq_arg {
+	union lock_storage *lock;
+	int cpu, *stop;
+};
+
+static void *eq_thread(void *p)
+{
+	struct eq_arg *a = p;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	/* Ours, not the library's: for bench/run's strace cross-check. */
+	__atomic_fetch_add(&inv.sched_calls, 1, __ATOMIC_RELAXED);
+	while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
+		impls[PL].lock(a->lock);
+		cs_work((long)(10000 / ns_per_iter));
+		impls[PL].unlock(a->lock);
+		usleep(50);
+	}
+	return NULL;
+}
+
+/* Sched calls per contended acquisition between two equal threads pinned
+ * to CPUs 0 and 1: neither outranks the other, so 0. */
+static double equal_pinned_once(void)
+{
+	static union lock_storage lock;
+	struct proxylock_stats a, b;
+	struct eq_arg args[2];
+	pthread_t th[2];
+	int stop = 0;
+
+	impls[PL].init(&impls[PL], &lock, PROXYLOCK_DONATE_ALL);
+	proxylock_stats_get(&a);
+	for (int i = 0; i < 2; i++) {
+		args[i] = (struct eq_arg){ &lock, i, &stop };
+		pthread_create(&th[i], NULL, eq_thread, &args[i]);
+	}
+	usleep((useconds_t)cell_ms * 1000);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	proxylock_stats_get(&b);
+	return b.contended > a.contended
+	       ? (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
+	         (double)(b.contended - a.contended) : 0;
+}
+
 /* Symmetric contention: every thread has the same context, so nothing is
- * ever lent: sched calls per contended acquisition must be 0. */
+ * ever lent: sched calls per contended acquisition must be 0, unpinned
+ * and (donation-cost-equal-pinned) with each thread on its own CPU. */
 static void bench_donation_cost(void)
 {
-	double v[2][MAX_REPS];
+	double v[3][MAX_REPS];
+	bool two = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 
 	calibrate();
 	for (int r = 0; r < reps; r++) {
@@ -975,9 +1029,13 @@ static void bench_donation_cost(void)
 		            (double)(b.contended - a.contended) : 0;
 		inversion_once(&impls[PL], PROXYLOCK_DONATE_ALL, out, NULL, NULL);
 		v[1][r] = out[5];
+		v[2][r] = two ? equal_pinned_once() : 0;
 	}
 	row("donation-cost-symmetric", "proxylock", 4, 1000, "sched_calls_per_contended", v[0], reps, "calls");
 	row("donation-cost-inversion", "proxylock", 2, SCENARIO_CS_CPU_NS, "sched_calls_per_contended", v[1], reps, "calls");
+	if (two)
+		row("donation-cost-equal-pinned", "proxylock", 2, 10000, "sched_calls_per_contended",
+		    v[2], reps, "calls");
 	/* For bench/run's strace cross-check: what the library made in all,
 	 * and what the scenario itself made. */
 	printf("# sched_calls library=%llu own=%llu\n", (unsigned long long)sched_calls(),

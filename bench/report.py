@@ -548,13 +548,17 @@ if alone:
 
 # 5. donation cost
 md.append("## Donation cost: sched_setattr + sched_setaffinity calls per contended acquisition\n")
-for b in ("donation-cost-symmetric", "donation-cost-inversion"):
+for b in ("donation-cost-symmetric", "donation-cost-equal-pinned", "donation-cost-inversion"):
     r = get(b, "proxylock", "sched_calls_per_contended")
     if r:
         md.append("- %s: %.2f [%.2f..%.2f]" % (b, r["median"], r["min"], r["max"]))
 sym = get("donation-cost-symmetric", "proxylock", "sched_calls_per_contended")
 if sym:
     target(sym["max"] == 0, "symmetric contention: %.0f sched calls per acquisition (target 0)" % sym["max"])
+eqp = get("donation-cost-equal-pinned", "proxylock", "sched_calls_per_contended")
+if eqp:
+    target(eqp["max"] == 0, "equal threads on different CPUs: %.2f sched calls per acquisition "
+           "(target 0)" % eqp["max"])
 strace_path = os.path.join(out, "strace.txt")
 log_path = os.path.join(out, "donation-cost-strace.log")
 if os.path.exists(strace_path) and os.path.exists(log_path):
