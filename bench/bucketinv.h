@@ -9,9 +9,12 @@
  * does not (the split control).  On CPU 1, s->hogs CPU hogs (nice 0) run
  * beside a weak thread W (nice 19, or SCHED_IDLE) that takes A over and
  * over against a partner P (nice 0, pinned to CPU 0) which holds A while
- * it runs: W blocks on A and lends P its context (CPU 1, and with
- * partner_idle its policy too), i.e. runs the donation slow path under
- * A's bucket lock, the part that today makes sched_* calls there.  Moving
+ * it runs: W blocks on A and lends P its context, i.e. runs the donation
+ * slow path under A's bucket lock, the part that today makes sched_*
+ * calls there.  A waiter lends CPUs only to a holder it outranks (lend.c,
+ * issue 30), so W lends P anything (CPU 1 and its policy) only with
+ * partner_idle (P SCHED_IDLE) and W not SCHED_IDLE; else W still runs
+ * the slow path under the bucket, but lends nothing.  Moving
  * a running P makes W wait for the migration inside sched_setaffinity,
  * and W, which burns CPU between its attempts and so has used up its
  * small share of CPU 1, then waits for the hog to let it back: with the

@@ -30,13 +30,16 @@
  * interposer's).  rw-readmostly is their throughput with 1, 2, 4 and 8
  * threads at 0, 1 and 10% writes (rw-verdict: the same cells in rounds,
  * every round's values to --rounds-out, as verdict); inversion-rw is the
- * inversion with a big writer waiting on two small readers.
+ * inversion with a big writer waiting on two small readers.  inversion-reverse
+ * is its reverse (issue 30): a nice-19 background waiter on a busy CPU and
+ * a nice-0 holder alone on its own, which donation must leave alone.
  *
  *   usage: proxybench WORKLOAD [--reps N] [--ms N] [--samples FILE]
  *            [--rounds N] [--rounds-out FILE] [--threads LIST] [--cs LIST]
  *            [--pairs N] [--only NAME]
  *   workloads: uncontended contended handoff inversion donation-cost
- *              rw-readmostly inversion-rw verdict rw-verdict insn
+ *              rw-readmostly inversion-rw inversion-reverse verdict
+ *              rw-verdict insn
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -881,13 +884,137 @@ static void bench_inversion_rw(void)
 	inversion_variants(vs, sizeof(vs) / sizeof(vs[0]), NULL, 0);
 }
 
+/*
+ * The reverse of the inversion (issue 30): a nice-0 foreground holder
+ * alone on CPU 0 and a nice-19 background waiter on CPU 1, which two hogs
+ * share (scenario.h).  The waiter does not outrank the holder, so
+ * donation must not move it: its section's wall time (cs_wall p50, p99)
+ * stays that of inversion-reverse-alone (no background task), off_cpu
+ * (the share of sections that ran at all off CPU 0) stays 0, and so do
+ * the sched calls per contended acquisition.
+ */
+static void reverse_once(const struct impl *im, unsigned kinds, bool background, double out[4])
+{
+	static union lock_storage lock;
+	struct proxylock_stats a, b;
+
+	im->init(im, &lock, kinds);
+	inv.lock = im->lock;
+	inv.rdlock = NULL;
+	inv.unlock = im->unlock;
+	inv.m = &lock;
+	inv.uclamp = proxylock_caps() & PROXYLOCK_DONATE_UCLAMP;
+	inv.background = background;
+	proxylock_stats_get(&a);
+	scenario_reverse_run(&inv, cell_ms);
+	proxylock_stats_get(&b);
+	out[2] = inv.ncs ? (double)inv.off_cpu / inv.ncs : 0;
+	if (inv.ncs > SCENARIO_MAX_SAMPLES)
+		inv.ncs = SCENARIO_MAX_SAMPLES;
+	out[0] = (double)scenario_pct(inv.walls, inv.ncs, 50) / 1000;
+	out[1] = (double)scenario_pct(inv.walls, inv.ncs, 99) / 1000;
+	out[3] = b.contended > a.contended
+	         ? (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
+	           (double)(b.contended - a.contended) : 0;
+}
+
+static void bench_inversion_reverse(void)
+{
+	static const struct { const char *bench; int impl; unsigned kinds; bool bg; } vs[] = {
+		{ "inversion-reverse-alone", PL, PROXYLOCK_DONATE_ALL, false },
+		{ "inversion-reverse", GLIBC_NORMAL, 0, true },
+		{ "inversion-reverse", PL_NODONATE, 0, true },
+		{ "inversion-reverse", PL, PROXYLOCK_DONATE_ALL, true },
+	};
+	enum { NV = sizeof(vs) / sizeof(vs[0]) };
+	static const char *metrics[4] = { "cs_wall_p50", "cs_wall_p99", "off_cpu",
+	                                  "sched_calls_per_contended" };
+	static const char *units[4] = { "us", "us", "fraction", "calls" };
+	static double v[NV][4][MAX_REPS];
+	double warm[4];
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		fprintf(stderr, "proxybench: inversion-reverse needs 2 CPUs; skipped\n");
+		return;
+	}
+	reverse_once(&impls[PL], 0, true, warm);  /* settle the hogs and the scheduler */
+	for (int r = 0; r < reps; r++)
+		for (int k = 0; k < NV; k++) {
+			double out[4];
+
+			if (!impls[vs[k].impl].available)
+				continue;
+			reverse_once(&impls[vs[k].impl], vs[k].kinds, vs[k].bg, out);
+			for (int m = 0; m < 4; m++)
+				v[k][m][r] = out[m];
+		}
+	for (int k = 0; k < NV; k++)
+		for (int m = 0; m < 4 && impls[vs[k].impl].available; m++)
+			row(vs[k].bench, impls[vs[k].impl].name, vs[k].bg ? 2 : 1, SCENARIO_CS_CPU_NS,
+			    metrics[m], v[k][m], reps, units[m]);
+}
+
 /* --- 5. donation cost ------------------------------------------------ */
 
+/* Equal threads on different CPUs (issue 30): each pinned to CPU @cpu's
+ * own, same nice and policy, taking one lock with 10 us of work inside. */
+struct eq_arg {
+	union lock_storage *lock;
+	int cpu, *stop;
+};
+
+static void *eq_thread(void *p)
+{
+	struct eq_arg *a = p;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(a->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	/* Ours, not the library's: for bench/run's strace cross-check. */
+	__atomic_fetch_add(&inv.sched_calls, 1, __ATOMIC_RELAXED);
+	while (!__atomic_load_n(a->stop, __ATOMIC_RELAXED)) {
+		impls[PL].lock(a->lock);
+		cs_work((long)(10000 / ns_per_iter));
+		impls[PL].unlock(a->lock);
+		usleep(50);
+	}
+	return NULL;
+}
+
+/* Sched calls per contended acquisition between two equal threads pinned
+ * to CPUs 0 and 1: neither outranks the other, so 0. */
+static double equal_pinned_once(void)
+{
+	static union lock_storage lock;
+	struct proxylock_stats a, b;
+	struct eq_arg args[2];
+	pthread_t th[2];
+	int stop = 0;
+
+	impls[PL].init(&impls[PL], &lock, PROXYLOCK_DONATE_ALL);
+	proxylock_stats_get(&a);
+	for (int i = 0; i < 2; i++) {
+		args[i] = (struct eq_arg){ &lock, i, &stop };
+		pthread_create(&th[i], NULL, eq_thread, &args[i]);
+	}
+	usleep((useconds_t)cell_ms * 1000);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	proxylock_stats_get(&b);
+	return b.contended > a.contended
+	       ? (double)(b.setattr_calls + b.setaff_calls - a.setattr_calls - a.setaff_calls) /
+	         (double)(b.contended - a.contended) : 0;
+}
+
 /* Symmetric contention: every thread has the same context, so nothing is
- * ever lent: sched calls per contended acquisition must be 0. */
+ * ever lent: sched calls per contended acquisition must be 0, unpinned
+ * and (donation-cost-equal-pinned) with each thread on its own CPU. */
 static void bench_donation_cost(void)
 {
-	double v[2][MAX_REPS];
+	double v[3][MAX_REPS];
+	bool two = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
 
 	calibrate();
 	for (int r = 0; r < reps; r++) {
@@ -902,9 +1029,13 @@ static void bench_donation_cost(void)
 		            (double)(b.contended - a.contended) : 0;
 		inversion_once(&impls[PL], PROXYLOCK_DONATE_ALL, out, NULL, NULL);
 		v[1][r] = out[5];
+		v[2][r] = two ? equal_pinned_once() : 0;
 	}
 	row("donation-cost-symmetric", "proxylock", 4, 1000, "sched_calls_per_contended", v[0], reps, "calls");
 	row("donation-cost-inversion", "proxylock", 2, SCENARIO_CS_CPU_NS, "sched_calls_per_contended", v[1], reps, "calls");
+	if (two)
+		row("donation-cost-equal-pinned", "proxylock", 2, 10000, "sched_calls_per_contended",
+		    v[2], reps, "calls");
 	/* For bench/run's strace cross-check: what the library made in all,
 	 * and what the scenario itself made. */
 	printf("# sched_calls library=%llu own=%llu\n", (unsigned long long)sched_calls(),
@@ -1210,6 +1341,8 @@ int main(int argc, char **argv)
 		bench_rw_readmostly();
 	else if (!strcmp(w, "inversion-rw"))
 		bench_inversion_rw();
+	else if (!strcmp(w, "inversion-reverse"))
+		bench_inversion_reverse();
 	else if (!strcmp(w, "verdict"))
 		bench_verdict();
 	else if (!strcmp(w, "rw-verdict"))
@@ -1221,7 +1354,7 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: proxybench uncontended|contended|handoff|inversion|donation-cost|"
-	                "rw-readmostly|inversion-rw|verdict|rw-verdict|insn"
+	                "rw-readmostly|inversion-rw|inversion-reverse|verdict|rw-verdict|insn"
 	                " [--reps N] [--ms N] [--samples FILE] [--rounds N] [--rounds-out FILE]"
 	                " [--threads LIST] [--cs LIST] [--pairs N] [--only NAME]\n");
 	return 2;

@@ -400,7 +400,8 @@ def inversion_table(bench, variants, impls):
 md.append("## Inversion: big waiter, small holder on a busy CPU (us)\n")
 md.append("The physical limit is the critical section's own CPU time (cs_cpu).\n")
 variants = sorted({r["benchmark"] for r in rows if r["benchmark"].startswith("inversion")
-                   and not r["benchmark"].startswith("inversion-rw")})
+                   and not r["benchmark"].startswith("inversion-rw")
+                   and not r["benchmark"].startswith("inversion-reverse")})
 inversion_table("inversion", variants, IMPLS)
 
 # 4b. reader-writer locks (issue 15)
@@ -510,15 +511,54 @@ if get("inversion-rw", "proxylock", "wait_p99"):
               "up to twice that.\n")
     inversion_table("inversion-rw", ["inversion-rw"], RW_IMPLS)
 
+# 4c. the reverse (issue 30): a lower waiter must lend nothing
+alone = get("inversion-reverse-alone", "proxylock", "cs_wall_p99")
+if alone:
+    md.append("## Reverse inversion: a nice-19 background waiter, a nice-0 holder alone on "
+              "its CPU (us)\n")
+    md.append("The holder (its own CPU 0) runs 2 ms CPU-bound sections; a background thread "
+              "(nice 19, uclamp_max 128, on CPU 1 beside two hogs) takes the lock every 3 ms. "
+              "It does not outrank the holder, so nothing of CPUs is lent: the holder's "
+              "sections stay as with no background thread (alone), and never run off CPU 0. "
+              "The sched calls are the holder's lends to the background thread when it "
+              "waits for it (the seed inversion's direction).\n")
+    md.append("| variant | impl | cs wall p50 | cs wall p99 | p99 / alone | off CPU 0 | sched calls per contended |")
+    md.append("| --- " * 7 + "|")
+    for v, impl in (("inversion-reverse-alone", "proxylock"),
+                    ("inversion-reverse", "glibc-normal"),
+                    ("inversion-reverse", "proxylock-nodonate"),
+                    ("inversion-reverse", "proxylock")):
+        r = {m: get(v, impl, m) for m in ("cs_wall_p50", "cs_wall_p99", "off_cpu",
+                                          "sched_calls_per_contended")}
+        if r["cs_wall_p99"]:
+            md.append("| %s | %s | %.0f | %.0f | %.2f | %.2f | %.1f |" % (
+                v, impl, r["cs_wall_p50"]["median"], r["cs_wall_p99"]["median"],
+                r["cs_wall_p99"]["median"] / alone["median"], r["off_cpu"]["median"],
+                r["sched_calls_per_contended"]["median"]))
+    md.append("")
+    rev = get("inversion-reverse", "proxylock", "off_cpu")
+    if rev:
+        target(rev["max"] == 0, "inversion-reverse: the holder ran off its CPU in %.0f%% of "
+               "sections at most (target 0)" % (100 * rev["max"]))
+    rev = get("inversion-reverse", "proxylock", "cs_wall_p99")
+    if rev:
+        target(rev["median"] <= 1.1 * alone["median"],
+               "inversion-reverse p99 section = %.2f x with no background waiter (target <= 1.1)"
+               % (rev["median"] / alone["median"]))
+
 # 5. donation cost
 md.append("## Donation cost: sched_setattr + sched_setaffinity calls per contended acquisition\n")
-for b in ("donation-cost-symmetric", "donation-cost-inversion"):
+for b in ("donation-cost-symmetric", "donation-cost-equal-pinned", "donation-cost-inversion"):
     r = get(b, "proxylock", "sched_calls_per_contended")
     if r:
         md.append("- %s: %.2f [%.2f..%.2f]" % (b, r["median"], r["min"], r["max"]))
 sym = get("donation-cost-symmetric", "proxylock", "sched_calls_per_contended")
 if sym:
     target(sym["max"] == 0, "symmetric contention: %.0f sched calls per acquisition (target 0)" % sym["max"])
+eqp = get("donation-cost-equal-pinned", "proxylock", "sched_calls_per_contended")
+if eqp:
+    target(eqp["max"] == 0, "equal threads on different CPUs: %.2f sched calls per acquisition "
+           "(target 0)" % eqp["max"])
 strace_path = os.path.join(out, "strace.txt")
 log_path = os.path.join(out, "donation-cost-strace.log")
 if os.path.exists(strace_path) and os.path.exists(log_path):

@@ -16,6 +16,15 @@
  * rdlock set, nsmall small tasks hold the lock for reading (rdlock) and
  * the big one takes it for writing (lock).
  *
+ * The reverse scenario (bench/proxybench.c's inversion-reverse, issue
+ * 30): two hogs saturate CPU 1; a foreground task (nice 0, pinned alone
+ * to CPU 0, uclamp_min 1024 where supported) holds the lock for
+ * CPU-bound sections of SCENARIO_CS_CPU_NS; a background task (nice 19,
+ * pinned to CPU 1, uclamp_max 128) takes it every few milliseconds.  The
+ * background waiter does not outrank the holder, so it must lend it
+ * nothing: the holder's sections stay as long as with no background
+ * task, and it never runs off CPU 0.
+ *
  * Header-only: each user supplies the lock through two function pointers.
  */
 #ifndef PLK_SCENARIO_H
@@ -49,6 +58,8 @@ struct scenario {
 	uint64_t walls[SCENARIO_MAX_SAMPLES];  /* critical sections, wall ns */
 	uint64_t cpus[SCENARIO_MAX_SAMPLES];   /* critical sections, CPU ns */
 	uint64_t sched_calls;    /* the scenario's own scheduler calls */
+	bool background;         /* reverse: run the background waiter */
+	int off_cpu;             /* reverse: sections seen off CPU 0 */
 };
 
 struct scenario_attr {
@@ -179,6 +190,71 @@ static inline void scenario_run(struct scenario *s, int ms)
 		pthread_join(th[i], NULL);
 	if (s->ncs > SCENARIO_MAX_SAMPLES)
 		s->ncs = SCENARIO_MAX_SAMPLES;
+}
+
+/* The reverse scenario's foreground holder: walls[] are its sections. */
+static void *scenario_fore(void *p)
+{
+	struct scenario *s = p;
+
+	scenario_pin(s, 0);
+	scenario_context(s, 0, 1024, 1024);
+	while (scenario_running(s)) {
+		uint64_t t0, c0, c1;
+		bool off = false;
+
+		s->lock(s->m);
+		t0 = scenario_clock(CLOCK_MONOTONIC);
+		c0 = scenario_clock(CLOCK_THREAD_CPUTIME_ID);
+		while ((c1 = scenario_clock(CLOCK_THREAD_CPUTIME_ID)) - c0 < SCENARIO_CS_CPU_NS)
+			off |= sched_getcpu() != 0;
+		if (s->ncs < SCENARIO_MAX_SAMPLES) {
+			s->walls[s->ncs] = scenario_clock(CLOCK_MONOTONIC) - t0;
+			s->cpus[s->ncs++] = c1 - c0;
+		}
+		s->off_cpu += off;
+		s->unlock(s->m);
+		usleep(500);
+	}
+	return NULL;
+}
+
+/* The reverse scenario's background waiter: now and then, the lock. */
+static void *scenario_background(void *p)
+{
+	struct scenario *s = p;
+
+	scenario_pin(s, 1);
+	scenario_context(s, 19, 0, 128);
+	while (scenario_running(s)) {
+		usleep(3000);
+		s->lock(s->m);
+		__atomic_fetch_add(&s->nwaits, 1, __ATOMIC_RELAXED);
+		s->unlock(s->m);
+	}
+	return NULL;
+}
+
+/* Run the reverse scenario on @s (lock, unlock, m, uclamp, background
+ * filled in) for @ms: walls/cpus/ncs are the holder's sections, off_cpu
+ * how many of them ran off CPU 0, nwaits the background's acquisitions. */
+static inline void scenario_reverse_run(struct scenario *s, int ms)
+{
+	pthread_t th[4];
+	int n = 0;
+
+	s->stop = 0;
+	s->nwaits = s->ncs = s->off_cpu = 0;
+	pthread_create(&th[n++], NULL, scenario_hog, s);
+	pthread_create(&th[n++], NULL, scenario_hog, s);
+	usleep(50000);  /* let the hogs own CPU 1 */
+	if (s->background)
+		pthread_create(&th[n++], NULL, scenario_background, s);
+	pthread_create(&th[n++], NULL, scenario_fore, s);
+	usleep((useconds_t)ms * 1000);
+	__atomic_store_n(&s->stop, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
 }
 
 static int scenario_cmp_u64(const void *a, const void *b)

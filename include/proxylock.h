@@ -416,6 +416,9 @@ PROXYLOCK_API unsigned proxylock_donate_kinds(void);
  * proxylock_affinity_policy_set - choose PROXYLOCK_AFFINITY_*, process
  * wide (also PROXYLOCK_AFFINITY=waiters|union|node in the environment).
  * EINVAL for an unknown policy.  Takes effect at the next donation.
+ * Only waiters that outrank the owner (RT class and priority, then nice,
+ * then SCHED_OTHER over BATCH, then uclamp_min) lend CPUs, and where CPU
+ * capacities differ the owner keeps its best CPUs (proxylock_caps(3)).
  */
 PROXYLOCK_API int proxylock_affinity_policy_set(int policy);
 

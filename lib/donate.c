@@ -108,6 +108,7 @@ static void lend_env(struct plk_lend_env *env)
 	env->affinity = __atomic_load_n(&plk_config()->affinity, __ATOMIC_RELAXED);
 	env->allowed = plk_sched_cpuset();
 	env->numa = plk_sched_numa();
+	env->capacity = plk_sched_capacity();
 }
 
 /* E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held. */

@@ -5,18 +5,46 @@
  * A lend folds the effective contexts E(W) of the waiters blocked on one
  * lock, for the kinds that lock lends; the owner's effective context is
  * its base B(T) combined with the merge of the lends of every lock it
- * holds with waiters:
+ * holds with waiters.
+ *
+ * The rule: a lend never leaves the holder less able to run than its
+ * base.  Per kind, "less able" and what is lent:
  *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
  *     uclamp_max on the holder never caps the donated minimum);
  *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER;
  *   RT = highest SCHED_FIFO/SCHED_RR priority (FIFO before RR at equal
  *     priority), if above the holder's;
- *   CPUs = the waiters' CPUs (PROXYLOCK_AFFINITY_WAITERS), or their union
- *     with the holder's (UNION), or that union within the waiters' NUMA
- *     nodes (NODE); always within the process's cpuset (other CPUs are
- *     dropped; nothing left => B(T)'s CPUs);
+ *   CPUs: only waiters that outrank the holder's base (plk_lend_rank,
+ *     below) lend CPUs, and of those only the top-ranked ones (their
+ *     union); they give the holder their CPUs (PROXYLOCK_AFFINITY_WAITERS),
+ *     or their union with the holder's (UNION), or that union within
+ *     their NUMA nodes (NODE); always within the process's cpuset (other
+ *     CPUs are dropped; nothing left => B(T)'s CPUs).  Where CPU
+ *     capacities differ, the result is never of lower best capacity than
+ *     the best CPU B(T)'s own CPUs offer within the cpuset: if it would
+ *     be, those best CPUs of the base are added back.  Waiters that do
+ *     not outrank the holder lend no CPUs, so a lend between equals
+ *     changes nothing and costs no scheduler call;
  *   a SCHED_DEADLINE thread is never changed.
- * Since E(W) already holds what W itself is lent, chains compose.
+ * Every kind but CPUs only rises, so E(T) >= B(T) there by construction;
+ * CPUs are not ordered by themselves, hence the rank.
+ *
+ * The rank order, most significant first: the scheduling class
+ * (SCHED_DEADLINE > RT > the fair policies > SCHED_IDLE), then the RT
+ * priority, then nice (lower first), then SCHED_OTHER over SCHED_BATCH,
+ * then uclamp_min.  It is the order in which the kernel itself picks who
+ * runs: class first; within RT, priority; within the fair class, weight
+ * (nice; SCHED_IDLE's weight is below nice 19's, so it ranks as a class
+ * below); BATCH differs from OTHER only in not preempting on wake-up, a
+ * tie-breaker.  uclamp_min decides no pick, only frequency and placement,
+ * so it ranks last: it is what makes a big waiter outrank an equally
+ * nice small holder.  Nice is ignored for RT, DEADLINE and IDLE threads,
+ * as the kernel ignores it.  The rank folded is E(W)'s, so a waiter
+ * raised by what it is lent ranks as raised, and chains compose: E(W)
+ * already holds what W itself is lent.
+ *
+ * Fold and merge are commutative and associative: every kind is a max
+ * or a min, and the CPUs are a max of rank with the union at equal rank.
  */
 #include <string.h>
 
@@ -41,6 +69,39 @@ static bool rt_above(uint32_t policy, uint32_t prio, const struct plk_lend *l)
 	return prio > l->ctx.rt_prio ||
 	       (prio > 0 && prio == l->ctx.rt_prio && policy == SCHED_FIFO &&
 	        l->rt_policy != SCHED_FIFO);
+}
+
+uint64_t plk_lend_rank(const struct plk_sched_ctx *c)
+{
+	uint64_t tier, prio = 0, nice = 0, other = 0;
+
+	if (c->policy == SCHED_DEADLINE) {
+		tier = 3;
+	} else if (plk_sched_is_rt(c->policy)) {
+		tier = 2;
+		prio = c->rt_prio > 255 ? 255 : c->rt_prio;
+	} else if (c->policy == SCHED_IDLE) {
+		tier = 0;
+	} else {
+		int n = c->nice < -20 ? -20 : c->nice > 19 ? 19 : c->nice;
+
+		tier = 1;
+		nice = (uint64_t)(19 - n);  /* 0 (nice 19) .. 39 (nice -20) */
+		other = c->policy != SCHED_BATCH;
+	}
+	return tier << 56 | prio << 48 | nice << 40 | other << 32 |
+	       (c->umin > 1024 ? 1024 : c->umin);
+}
+
+/* Fold CPUs @cpus of waiters of rank @rank into @l: the top rank's only. */
+static void add_cpus(struct plk_lend *l, uint64_t rank, const cpu_set_t *cpus)
+{
+	if (rank > l->cpu_rank) {
+		l->cpu_rank = rank;
+		l->ctx.cpus = *cpus;
+	} else if (rank == l->cpu_rank) {
+		CPU_OR(&l->ctx.cpus, &l->ctx.cpus, cpus);
+	}
 }
 
 void plk_lend_init(struct plk_lend *l)
@@ -73,14 +134,17 @@ void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned ki
 		l->rt_policy = w->policy;
 	}
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)
-		CPU_OR(&l->ctx.cpus, &l->ctx.cpus, &w->cpus);
+		add_cpus(l, plk_lend_rank(w), &w->cpus);
 }
 
 void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l)
 {
 	/* The fold of a lend is a context whose policy field holds the fair
-	 * policy: add it as one for every kind but RT, then RT by itself. */
-	plk_lend_add(into, &l->ctx, l->kinds & ~PROXYLOCK_DONATE_RT);
+	 * policy: add it as one for every kind but RT and CPUs, then those
+	 * by themselves (the CPUs with their own rank, not the fold's). */
+	plk_lend_add(into, &l->ctx, l->kinds & ~(PROXYLOCK_DONATE_RT | PROXYLOCK_DONATE_AFFINITY));
+	if (l->kinds & PROXYLOCK_DONATE_AFFINITY)
+		add_cpus(into, l->cpu_rank, &l->ctx.cpus);
 	if ((l->kinds & PROXYLOCK_DONATE_RT) && rt_above(l->rt_policy, l->ctx.rt_prio, into)) {
 		into->ctx.rt_prio = l->ctx.rt_prio;
 		into->rt_policy = l->rt_policy;
@@ -98,6 +162,39 @@ static void cpus_of_nodes(const struct plk_numa_map *numa, const cpu_set_t *cpus
 		if (node >= 0 && node < numa->nnodes)
 			CPU_OR(out, out, &numa->cpus_of[node]);
 	}
+}
+
+/* The highest capacity of a CPU in @cpus (0: none known). */
+static unsigned best_capacity(const struct plk_capacity_map *cap, const cpu_set_t *cpus)
+{
+	unsigned best = 0;
+
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, cpus) && cap->of[cpu] > best)
+			best = cap->of[cpu];
+	return best;
+}
+
+/* The capacity rule: if @out's best CPU is below the best that @base may
+ * use (within the cpuset, or its own CPUs if none is in it), add those
+ * best CPUs of the base. */
+static void keep_best_capacity(const struct plk_sched_ctx *base, const struct plk_lend_env *env,
+                               cpu_set_t *out)
+{
+	const struct plk_capacity_map *cap = env->capacity;
+	cpu_set_t own = base->cpus;
+	unsigned best;
+
+	if (env->allowed)
+		CPU_AND(&own, &own, env->allowed);
+	if (CPU_COUNT(&own) == 0)
+		own = base->cpus;
+	best = best_capacity(cap, &own);
+	if (best_capacity(cap, out) >= best)
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &own) && cap->of[cpu] == best)
+			CPU_SET(cpu, out);
 }
 
 static void combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *lent,
@@ -123,6 +220,8 @@ static void combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *
 		CPU_AND(out, out, env->allowed);
 	if (CPU_COUNT(out) == 0)
 		*out = base->cpus;
+	if (env->capacity && env->capacity->differ)
+		keep_best_capacity(base, env, out);
 }
 
 void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
@@ -149,7 +248,8 @@ void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l
 		if (fair_rank(l->ctx.policy) > fair_rank(out->policy))
 			out->policy = l->ctx.policy;
 	}
-	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0)
+	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0 &&
+	    l->cpu_rank > plk_lend_rank(base))
 		combine_affinity(base, &l->ctx.cpus, env, &out->cpus);
 }
 

@@ -18,7 +18,10 @@
 struct plk_lend {
 	unsigned kinds;          /* PROXYLOCK_DONATE_* present */
 	uint32_t rt_policy;      /* SCHED_FIFO/RR of the top rt prio */
-	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent */
+	uint64_t cpu_rank;       /* plk_lend_rank of the waiters in ctx.cpus */
+	struct plk_sched_ctx ctx; /* ctx.policy: highest fair policy lent;
+	                           * ctx.cpus: the CPUs of the top-ranked
+	                           * waiters only (lend.c, the CPU rule) */
 };
 
 /* Everything a combination depends on besides the base and the lend. */
@@ -26,7 +29,15 @@ struct plk_lend_env {
 	int affinity;                        /* PROXYLOCK_AFFINITY_* */
 	const cpu_set_t *allowed;            /* the process's cpuset */
 	const struct plk_numa_map *numa;     /* for PROXYLOCK_AFFINITY_NODE */
+	const struct plk_capacity_map *capacity; /* NULL: CPUs all alike */
 };
+
+/**
+ * plk_lend_rank - the rank of context @c in the order a waiter must beat
+ * to lend its CPUs (lend.c): greater is more urgent.  Equal ranks are
+ * equal contexts for that order.
+ */
+PLK_HIDDEN uint64_t plk_lend_rank(const struct plk_sched_ctx *c);
 
 /** plk_lend_init - an empty lend: the identity of plk_lend_add/merge. */
 PLK_HIDDEN void plk_lend_init(struct plk_lend *l);
@@ -39,8 +50,9 @@ PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
 
 /**
  * plk_lend_combine - E(T): base @base with lend @l on top, under @env's
- * affinity policy and cpuset, into *@out.  A SCHED_DEADLINE base is
- * returned unchanged.
+ * affinity policy, cpuset and CPU capacities, into *@out.  CPUs are lent
+ * only if @l's top-ranked waiters outrank @base.  A SCHED_DEADLINE base
+ * is returned unchanged.
  */
 PLK_HIDDEN void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
                                  const struct plk_lend_env *env, struct plk_sched_ctx *out);

@@ -14,10 +14,12 @@
  *    EPERM at run time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
- * The cpuset and the CPUs of each NUMA node are read once too, at load
- * (probe_at_load), or at the first use before that.
+ * The cpuset, the CPUs of each NUMA node and each CPU's capacity are
+ * read once too, at load (probe_at_load), or at the first use before
+ * that; never under an internal lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <numa.h>
 #include <pthread.h>
@@ -76,6 +78,7 @@ static unsigned caps_cached;
 static pthread_once_t caps_once = PTHREAD_ONCE_INIT;
 static cpu_set_t cpuset_allowed;
 static struct plk_numa_map numa_map;
+static struct plk_capacity_map capacity_map;
 
 static bool has_cap_sys_nice(void)
 {
@@ -206,6 +209,41 @@ static void read_numa(void)
 	numa_bitmask_free(cpus);
 }
 
+/* Each CPU's capacity, for the lend's capacity rule (lend.c): read here,
+ * once, so that no lend reads sysfs.  A CPU whose file is missing or
+ * unreadable has capacity 0 (unknown) and differs from none. */
+static char capacity_path[64];
+
+static void read_capacity(long ncpus)
+{
+	uint16_t first = 0;
+
+	for (long cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
+		char buf[16];
+		ssize_t n;
+		int fd;
+
+		snprintf(capacity_path, sizeof(capacity_path),
+		         "/sys/devices/system/cpu/cpu%ld/cpu_capacity", cpu);
+		fd = open(capacity_path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		long cap = strtol(buf, NULL, 10);
+		if (cap <= 0 || cap > 1024)
+			continue;
+		capacity_map.of[cpu] = (uint16_t)cap;
+		if (first == 0)
+			first = (uint16_t)cap;
+		else if (cap != first)
+			capacity_map.differ = true;
+	}
+}
+
 static void probe_caps(void)
 {
 	unsigned caps = PROXYLOCK_DONATE_AFFINITY;
@@ -252,6 +290,7 @@ static void places_once_run(void)
 	if (numa_initialised()) {
 		read_cpuset();
 		read_numa();
+		read_capacity(sysconf(_SC_NPROCESSORS_CONF));
 	} else {
 		/* Too early for libnuma: every configured CPU, no nodes. */
 		long n = sysconf(_SC_NPROCESSORS_CONF);
@@ -261,6 +300,7 @@ static void places_once_run(void)
 			CPU_SET(cpu, &cpuset_allowed);
 		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
 			numa_map.node_of[cpu] = -1;
+		read_capacity(n);
 	}
 	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
 }
@@ -315,6 +355,12 @@ const struct plk_numa_map *plk_sched_numa(void)
 {
 	places_wait();
 	return &numa_map;
+}
+
+const struct plk_capacity_map *plk_sched_capacity(void)
+{
+	places_wait();
+	return &capacity_map;
 }
 
 /* --- reading and applying -------------------------------------------- */

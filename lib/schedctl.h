@@ -39,6 +39,15 @@ struct plk_numa_map {
 	cpu_set_t cpus_of[PLK_NODES_MAX];
 };
 
+/* Each CPU's capacity (/sys/devices/system/cpu/cpuN/cpu_capacity, 0..1024),
+ * read once with the cpuset (schedctl.c's probe).  differ: false where
+ * every known CPU has the same capacity or none is known; then the lend
+ * ignores capacities (lend.c). */
+struct plk_capacity_map {
+	bool differ;
+	uint16_t of[CPU_SETSIZE];            /* 0: unknown */
+};
+
 /**
  * plk_sched_read - read @tid's (0: the caller's) context from the kernel.
  * Returns 0 or an errno value (ESRCH: the thread is gone).
@@ -95,8 +104,14 @@ PLK_HIDDEN const cpu_set_t *plk_sched_cpuset(void);
 PLK_HIDDEN const struct plk_numa_map *plk_sched_numa(void);
 
 /**
- * plk_sched_probe_places - read the cpuset and the NUMA map now if the
- * load did not (stdio and libnuma: allocates).  The library's own
+ * plk_sched_capacity - each CPU's capacity (lend.h), read with the
+ * cpuset; differ false on a machine of equal CPUs.
+ */
+PLK_HIDDEN const struct plk_capacity_map *plk_sched_capacity(void);
+
+/**
+ * plk_sched_probe_places - read the cpuset, the NUMA map and the CPU
+ * capacities now if the load did not (stdio and libnuma: allocates).  The library's own
  * constructor calls it; the interposer's constructor calls it too, so
  * that an allocator calling back while they are read finds it inside its
  * slow-path depth.

@@ -95,6 +95,16 @@ static inline void set_nice_self(int nice)
 	ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &a, 0), 0);
 }
 
+/* Set the caller's fair policy (SCHED_OTHER or SCHED_BATCH), keeping its
+ * nice.  Either way between them needs no privilege. */
+static inline void set_fair_policy_self(uint32_t policy)
+{
+	struct test_sched_attr a = { .size = sizeof(a), .sched_policy = policy,
+	                             .sched_nice = kview_of(0).nice };
+
+	ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &a, 0), 0);
+}
+
 static inline uint64_t mono_ns(void)
 {
 	struct timespec ts;

@@ -23,7 +23,9 @@
  * Linked against the internal archive to check that A and B share a
  * bucket in the library itself, not only in bucketinv.h's copy of its
  * hash.  Needs 2 CPUs and root (nice 19 -> 0 lends need CAP_SYS_NICE
- * only for the nice kind; affinity lends need nothing).
+ * only for the nice kind; affinity lends need nothing).  P runs
+ * SCHED_IDLE: a waiter lends CPUs only to a holder it outranks (lend.c),
+ * and W is nice 19.
  */
 #include "helpers.h"
 #include "bucketinv.h"
@@ -54,7 +56,7 @@ static void run_round(bool active, bool split, struct pool *p)
 {
 	s.weak_active = active;
 	s.weak_idle = false;
-	s.partner_idle = false;
+	s.partner_idle = true;  /* W (nice 19) lends only to a P it outranks */
 	s.split = split;
 	s.hogs = 1;
 	s.ms = ROUND_MS;

@@ -184,7 +184,8 @@ END_TEST
 /*
  * Broadcast with the mutex held moves the waiters onto the mutex rather
  * than waking them into it: they sleep on as its waiters and lend its
- * owner their CPU (here: waiters pinned to CPU 0, owner to CPU 1) until
+ * owner their CPU (here: waiters pinned to CPU 0, owner to CPU 1; the
+ * owner SCHED_BATCH, so that the SCHED_OTHER waiters outrank it) until
  * it unlocks, and the owner is back at its base after.
  */
 START_TEST(broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their_cpu)
@@ -195,8 +196,10 @@ START_TEST(broadcast_under_the_mutex_moves_waiters_who_then_lend_the_owner_their
 
 	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
 	pin_self(1);
-	base = kview_of(0);
 	bc_start(&s, th, 3, 0);
+	set_fair_policy_self(SCHED_BATCH);
+	usleep(2000);  /* any copy of our base read before is past PLK_BASE_TTL_NS */
+	base = kview_of(0);
 	proxylock_mutex_lock(&s.m);
 	s.go = 1;
 	proxylock_cond_broadcast(&s.c);

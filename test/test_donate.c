@@ -81,13 +81,15 @@ END_TEST
 
 /* --- affinity -------------------------------------------------------- */
 
+/* A nice-1 holder on CPU 1, a nice-0 waiter on CPU 0: the waiter
+ * outranks it, so it lends its CPU. */
 static void affinity_scenario(int want_a, int want_b)
 {
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
 	require_two_cpus_and_nice();
-	actor_start(&h, 0, 1);
+	actor_start(&h, 1, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
 	actor_block_on(&w, ACT_LOCK, &m);
@@ -561,6 +563,199 @@ START_TEST(symmetric_contention_makes_zero_sched_set_calls)
 }
 END_TEST
 
+/* --- lending never hurts: lower and equal waiters lend no CPUs -------- */
+
+/* The CPU thread @tid last ran on: /proc's stat, field 39 (processor). */
+static int processor_of(pid_t tid)
+{
+	char buf[1024], *p;
+	int cpu = -1;
+
+	ck_assert(task_file_line(tid, "stat", buf, sizeof(buf)));
+	p = strrchr(buf, ')');
+	ck_assert_ptr_nonnull(p);
+	/* Field 3 (state) follows ") "; the processor is 36 fields on. */
+	p += 2;
+	for (int field = 3; field < 39 && p; field++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(sscanf(p, "%d", &cpu), 1);
+	return cpu;
+}
+
+#define LOW_ROUNDS 20
+#define LOW_SAMPLES 50
+
+/*
+ * The issue-30 case: a nice-0 holder alone on CPU 0 runs short CPU-bound
+ * sections; a nice-19 background thread pinned to CPU 1 waits on the same
+ * lock now and then.  The waiter does not outrank the holder, so the
+ * holder is never moved: sampled by the kernel's view all through each
+ * section the background waiter sleeps in (actor_block_on returns once
+ * it has queued and lent), its affinity stays exactly {0} and it runs on
+ * CPU 0.
+ */
+START_TEST(a_nice_19_waiter_never_moves_a_nice_0_holder_off_its_cpu)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	pid_t me = gettid_();
+	struct kview base;
+	struct actor bg;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pin_self(0);
+	set_nice_self(0);
+	usleep(2000);  /* any copy of our base read before is past PLK_BASE_TTL_NS */
+	base = kview_of(0);
+	actor_start(&bg, 19, 1);
+	for (int round = 0; round < LOW_ROUNDS; round++) {
+		ck_assert_int_eq(proxylock_mutex_lock(&m), 0);
+		actor_block_on(&bg, ACT_LOCK, &m);
+		for (int i = 0; i < LOW_SAMPLES; i++) {
+			struct kview now;
+			int cpu;
+
+			burn_ns(20000);  /* the section's work */
+			now = kview_of(0);
+			cpu = processor_of(me);
+			ck_assert_msg(CPU_EQUAL(&now.cpus, &base.cpus),
+			              "round %d, sample %d: the holder's affinity is %d CPUs "
+			              "(CPU 1 %s), not {0}, with a nice-19 waiter on CPU 1",
+			              round, i, CPU_COUNT(&now.cpus),
+			              CPU_ISSET(1, &now.cpus) ? "in it" : "not in it");
+			ck_assert_msg(cpu == 0, "round %d, sample %d: the holder ran on CPU %d",
+			              round, i, cpu);
+			ck_assert_int_eq(now.nice, 0);
+		}
+		ck_assert_int_eq(proxylock_mutex_unlock(&m), 0);
+		ck_assert_int_eq(actor_wait(&bg), 0);
+		actor_do(&bg, ACT_UNLOCK, &m, 0);
+	}
+	actor_quit(&bg);
+	{
+		struct kview after = kview_of(0);
+
+		ck_assert(kview_equal(&after, &base));
+	}
+}
+END_TEST
+
+#define EQ_ROUNDS 20
+
+/* Sched calls (sched_setattr and sched_setaffinity) made so far. */
+static uint64_t sched_calls(void)
+{
+	struct proxylock_stats st;
+
+	proxylock_stats_get(&st);
+	return st.setattr_calls + st.setaff_calls;
+}
+
+/*
+ * Contended acquisitions between equal threads (nice 0, SCHED_OTHER, no
+ * clamps) on different CPUs cost no scheduler call: neither outranks the
+ * other, so nothing is lent, and the holder's kernel view is its base
+ * throughout.  @rw: an rwlock, its waiter a reader or (odd rounds) a
+ * writer; else a mutex.
+ */
+static void equal_threads_contend(bool rw)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	proxylock_rwlock_t l = PROXYLOCK_RWLOCK_INITIALIZER;
+	uint64_t calls, sleeps;
+	struct actor h, w;
+	int moved = -1;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	actor_start(&h, 0, 0);
+	actor_start(&w, 0, 1);
+	calls = sched_calls();
+	sleeps = sleeps_so_far();
+	for (int round = 0; round < EQ_ROUNDS; round++) {
+		if (rw) {
+			actor_do(&h, ACT_WRLOCK, &l, 0);
+			actor_block_on(&w, round % 2 ? ACT_WRLOCK : ACT_RDLOCK, &l);
+		} else {
+			actor_do(&h, ACT_LOCK, &m, 0);
+			actor_block_on(&w, ACT_LOCK, &m);
+		}
+		if (moved < 0 && !(kview_equal(&h.after, &h.base) && affinity_is(h.tid, 0, -1)))
+			moved = round;
+		actor_do(&h, rw ? ACT_RWUNLOCK : ACT_UNLOCK, rw ? (void *)&l : (void *)&m, 0);
+		ck_assert_int_eq(actor_wait(&w), 0);
+		actor_do(&w, rw ? ACT_RWUNLOCK : ACT_UNLOCK, rw ? (void *)&l : (void *)&m, 0);
+	}
+	ck_assert_uint_ge(sleeps_so_far() - sleeps, EQ_ROUNDS);
+	ck_assert_msg(sched_calls() == calls, "%lu scheduler calls for %d contended acquisitions "
+	              "between equal threads", (unsigned long)(sched_calls() - calls), EQ_ROUNDS);
+	ck_assert_msg(moved < 0, "round %d: the holder was changed by an equal waiter", moved);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+
+START_TEST(contended_mutex_acquisitions_between_equal_threads_make_no_scheduler_call)
+{
+	equal_threads_contend(false);
+}
+END_TEST
+
+START_TEST(contended_rwlock_acquisitions_between_equal_threads_make_no_scheduler_call)
+{
+	equal_threads_contend(true);
+}
+END_TEST
+
+static proxylock_mutex_t eqc_m = PROXYLOCK_MUTEX_INITIALIZER;
+static proxylock_cond_t eqc_c = PROXYLOCK_COND_INITIALIZER;
+static int eqc_go;
+
+/* Waits for eqc_go under eqc_m, on CPU 1, at the creator's nice and policy. */
+static void *eqc_waiter(void *p)
+{
+	(void)p;
+	pin_self(1);
+	proxylock_mutex_lock(&eqc_m);
+	while (!eqc_go)
+		ck_assert_int_eq(proxylock_cond_wait(&eqc_c, &eqc_m), 0);
+	proxylock_mutex_unlock(&eqc_m);
+	return NULL;
+}
+
+/* A condvar waiter moved onto the mutex by a broadcast under it lends the
+ * owner nothing when it is the owner's equal (it inherits the owner's
+ * nice and policy): no scheduler call, the owner stays on CPU 0. */
+START_TEST(a_condvar_waiter_moved_onto_an_equal_owners_mutex_makes_no_scheduler_call)
+{
+	uint64_t calls;
+	int moved = -1;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pin_self(0);
+	calls = sched_calls();
+	for (int round = 0; round < EQ_ROUNDS; round++) {
+		pthread_t th;
+
+		eqc_go = 0;
+		ck_assert_int_eq(pthread_create(&th, NULL, eqc_waiter, NULL), 0);
+		ck_assert(eventually(__atomic_load_n(&eqc_c.__waiters, __ATOMIC_ACQUIRE) == 1,
+		                     bound_ms(5000)));
+		proxylock_mutex_lock(&eqc_m);
+		eqc_go = 1;
+		proxylock_cond_broadcast(&eqc_c);
+		ck_assert_msg(__atomic_load_n(&eqc_m.__word, __ATOMIC_RELAXED) & 0x80000000u,
+		              "round %d: the waiter was not moved onto the mutex", round);
+		if (moved < 0 && !affinity_is(0, 0, -1))
+			moved = round;
+		proxylock_mutex_unlock(&eqc_m);
+		pthread_join(th, NULL);
+	}
+	ck_assert_msg(sched_calls() == calls, "%lu scheduler calls for %d condvar moves between "
+	              "equal threads", (unsigned long)(sched_calls() - calls), EQ_ROUNDS);
+	ck_assert_msg(moved < 0, "round %d: the owner was moved by its equal", moved);
+}
+END_TEST
+
 /* --- storms: the invariant under load -------------------------------- */
 
 #define RND_THREADS 16
@@ -690,6 +885,10 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, errorcheck_lock_that_would_close_a_cycle_is_edeadlk);
 	tcase_add_test(tc, a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping);
 	tcase_add_test(tc, symmetric_contention_makes_zero_sched_set_calls);
+	tcase_add_test(tc, a_nice_19_waiter_never_moves_a_nice_0_holder_off_its_cpu);
+	tcase_add_test(tc, contended_mutex_acquisitions_between_equal_threads_make_no_scheduler_call);
+	tcase_add_test(tc, contended_rwlock_acquisitions_between_equal_threads_make_no_scheduler_call);
+	tcase_add_test(tc, a_condvar_waiter_moved_onto_an_equal_owners_mutex_makes_no_scheduler_call);
 	tcase_add_test(tc, random_ops_over_16_threads_and_8_locks_leave_every_thread_at_its_base);
 	tcase_add_test(tc, owner_change_races_never_leave_a_donation_on_a_former_owner);
 	suite_add_tcase(s, tc);

@@ -283,6 +283,7 @@ static void *storm_locker(void *arg)
 	int err;
 
 	pin_self(s->cpu);
+	set_fair_policy_self(SCHED_OTHER);  /* to outrank the SCHED_BATCH holder */
 	__atomic_fetch_add(&s->started, 1, __ATOMIC_RELEASE);
 	err = proxylock_mutex_lock(&s->lock);
 	pthread_cleanup_push(unlock_cleanup, &s->lock);
@@ -332,6 +333,10 @@ START_TEST(a_thousand_threads_cancelled_in_lock_and_cond_waits_leave_no_trace)
 	memset(&s, 0, sizeof(s));
 	s.cpu = ncpu - 1;
 	pin_self(0);
+	/* The holder SCHED_BATCH, its lockers SCHED_OTHER: they outrank it,
+	 * so they lend it their CPU. */
+	set_fair_policy_self(SCHED_BATCH);
+	usleep(2000);  /* any copy of our base read before is past PLK_BASE_TTL_NS */
 	base = kview_of(0);
 	proxylock_stats_get(&st0);
 	for (int done = 0; done < total; done += WAVE) {

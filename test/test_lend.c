@@ -156,6 +156,8 @@ static void assert_lend_eq_(const struct plk_lend *got, const struct plk_lend *w
 
 	ck_assert_msg(got->kinds == want->kinds, "%s: lend kinds got %#x, want %#x", what,
 	              got->kinds, want->kinds);
+	ck_assert_msg(got->cpu_rank == want->cpu_rank, "%s: lend cpu_rank got %#llx, want %#llx",
+	              what, (unsigned long long)got->cpu_rank, (unsigned long long)want->cpu_rank);
 	ck_assert_msg(got->ctx.rt_prio == 0 || got->rt_policy == want->rt_policy,
 	              "%s: lend rt_policy got %s, want %s", what, policy_name(got->rt_policy),
 	              policy_name(want->rt_policy));
@@ -505,6 +507,8 @@ END_TEST
 
 /* --- affinity ---------------------------------------------------------- */
 
+/* The holder nice 0, its waiters nice -1: they outrank it, so the policy
+ * alone decides where it runs. */
 static struct plk_sched_ctx affinity_of(int policy, cpu_set_t base_cpus, const cpu_set_t *lent_cpus,
                                         int nlent, const cpu_set_t *allowed,
                                         const struct plk_numa_map *numa)
@@ -515,7 +519,7 @@ static struct plk_sched_ctx affinity_of(int policy, cpu_set_t base_cpus, const c
 
 	plk_lend_init(&l);
 	for (int i = 0; i < nlent; i++) {
-		struct plk_sched_ctx w = with_cpus(fair(SCHED_OTHER, 0), lent_cpus[i]);
+		struct plk_sched_ctx w = with_cpus(fair(SCHED_OTHER, -1), lent_cpus[i]);
 
 		plk_lend_add(&l, &w, A);
 	}
@@ -649,6 +653,154 @@ START_TEST(nothing_left_in_the_cpuset_falls_back_to_the_base_cpus)
 }
 END_TEST
 
+/* --- who may lend CPUs: the rank order ---------------------------------- */
+
+/* The holder's CPUs after one waiter @w lends everything to @base. */
+static cpu_set_t cpus_lent_by(struct plk_sched_ctx base, struct plk_sched_ctx w)
+{
+	base.cpus = CPUS(0);
+	w.cpus = CPUS(1);
+	return lent(&base, &w, 1, ALL).cpus;
+}
+
+#define assert_moves(base, w, what)                                                  \
+	do {                                                                         \
+		cpu_set_t got_ = cpus_lent_by((base), (w)), want_ = CPUS(1);          \
+		ck_assert_msg(CPU_EQUAL(&got_, &want_), "%s: the waiter outranks, yet its " \
+		              "CPU is not lent", what);                                \
+		got_ = cpus_lent_by((w), (base));                                     \
+		want_ = CPUS(0);                                                     \
+		ck_assert_msg(CPU_EQUAL(&got_, &want_), "%s, reversed: a lower waiter " \
+		              "moved the holder", what);                               \
+	} while (0)
+
+START_TEST(cpus_are_lent_only_by_a_waiter_that_outranks_the_holder)
+{
+	struct plk_sched_ctx other0 = fair(SCHED_OTHER, 0);
+
+	/* Each step of the order, the waiter first, the holder second. */
+	assert_moves(other0, rt(SCHED_FIFO, 1), "RT 1 over nice -20");
+	assert_moves(fair(SCHED_OTHER, -20), rt(SCHED_RR, 1), "RR 1 over nice -20");
+	assert_moves(rt(SCHED_FIFO, 10), rt(SCHED_RR, 11), "RT 11 over RT 10");
+	assert_moves(other0, fair(SCHED_OTHER, -1), "nice -1 over nice 0");
+	assert_moves(fair(SCHED_BATCH, 0), fair(SCHED_BATCH, -5), "BATCH nice -5 over BATCH 0");
+	assert_moves(fair(SCHED_OTHER, 5), fair(SCHED_BATCH, 4), "nice before BATCH/OTHER");
+	assert_moves(fair(SCHED_BATCH, 0), other0, "OTHER over BATCH at equal nice");
+	assert_moves(fair(SCHED_IDLE, -20), fair(SCHED_BATCH, 19), "any fair over IDLE");
+	assert_moves(with_uclamp(other0, 0, 1024), with_uclamp(other0, 1, 1024),
+	             "uclamp_min 1 over 0 at equal nice");
+	assert_moves(with_uclamp(other0, 1024, 1024), with_uclamp(fair(SCHED_OTHER, -1), 0, 0),
+	             "nice before uclamp_min");
+	assert_moves(with_uclamp(rt(SCHED_FIFO, 5), 0, 0), with_uclamp(rt(SCHED_FIFO, 5), 9, 9),
+	             "uclamp_min at equal RT priority");
+
+	/* Equals lend no CPUs: not RT FIFO/RR at one priority, not nice
+	 * that RT, DEADLINE or IDLE ignore, not a higher uclamp_max. */
+	struct plk_sched_ctx eq[][2] = {
+		{ other0, other0 },
+		{ rt(SCHED_FIFO, 7), rt(SCHED_RR, 7) },
+		{ with_uclamp(other0, 300, 400), with_uclamp(other0, 300, 1024) },
+		{ fair(SCHED_IDLE, 19), fair(SCHED_IDLE, -20) },
+		{ rt(SCHED_RR, 3), with_cpus(rt(SCHED_RR, 3), CPUS(1)) },
+	};
+	eq[3][1].nice = -20;
+	for (size_t i = 0; i < sizeof(eq) / sizeof(eq[0]); i++) {
+		cpu_set_t got = cpus_lent_by(eq[i][0], eq[i][1]), want = CPUS(0);
+
+		ck_assert_msg(CPU_EQUAL(&got, &want), "pair %zu: an equal waiter moved the holder",
+		              i);
+		got = cpus_lent_by(eq[i][1], eq[i][0]);
+		ck_assert_msg(CPU_EQUAL(&got, &want), "pair %zu reversed: an equal waiter moved "
+		              "the holder", i);
+	}
+	/* A DEADLINE waiter outranks every RT holder. */
+	struct plk_sched_ctx dl = fair(SCHED_DEADLINE, 0);
+	assert_moves(rt(SCHED_FIFO, 99), dl, "DEADLINE over RT 99");
+}
+END_TEST
+
+START_TEST(only_the_top_ranked_waiters_lend_their_cpus)
+{
+	struct plk_sched_ctx base = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx w[4] = {
+		with_cpus(fair(SCHED_OTHER, -3), CPUS(2)),
+		with_cpus(fair(SCHED_OTHER, -5), CPUS(3)),
+		with_cpus(fair(SCHED_OTHER, 10), CPUS(4)),   /* below the holder */
+		with_cpus(fair(SCHED_OTHER, -5), CPUS(5)),
+	};
+	struct plk_sched_ctx got = lent(&base, w, 4, A);
+
+	assert_cpus(got, CPUS(3, 5), "the nice -5 waiters' CPUs only");
+	got = lent(&base, &w[2], 1, ALL);
+	assert_ctx_eq(&got, &base, "a nice-10 waiter lends nothing to a nice-0 holder");
+	/* A chain: E(W)'s rank counts, raised by what W is lent. */
+	struct plk_sched_ctx low = with_cpus(fair(SCHED_OTHER, 10), CPUS(4));
+	struct plk_sched_ctx ew = lent(&low, &w[1], 1, N);
+	got = lent(&base, &ew, 1, A);
+	assert_cpus(got, CPUS(4), "a waiter lent nice -5 outranks a nice-0 holder");
+}
+END_TEST
+
+/* CPUs 0-1 capacity 1024, 2-3 capacity 512, 4-5 160; 6 unknown. */
+static struct plk_capacity_map three_sizes(void)
+{
+	struct plk_capacity_map m;
+
+	memset(&m, 0, sizeof(m));
+	m.differ = true;
+	for (int c = 0; c < 6; c++)
+		m.of[c] = c < 2 ? 1024 : c < 4 ? 512 : 160;
+	return m;
+}
+
+START_TEST(where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus)
+{
+	struct plk_capacity_map cap = three_sizes();
+	struct plk_sched_ctx big = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 0, 1024), CPUS(0));
+	/* Outranks by nice, sits on a little CPU. */
+	struct plk_sched_ctx little = with_cpus(with_uclamp(fair(SCHED_OTHER, -5), 0, 160), CPUS(4));
+	struct plk_lend l = lend_of(&little, 1, ALL);
+	struct plk_lend_env env = { .affinity = PROXYLOCK_AFFINITY_WAITERS, .capacity = &cap };
+	struct plk_sched_ctx got;
+
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 4), "WAITERS, big holder, little waiter: big CPU kept");
+	env.affinity = PROXYLOCK_AFFINITY_UNION;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 4), "UNION");
+	/* The best the base may use: only its best CPUs come back, and only
+	 * those within the cpuset. */
+	big.cpus = CPUS(0, 1, 2, 3);
+	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 1, 4), "base on 0-3");
+	cpu_set_t allowed = CPUS(1, 2, 3, 4);
+	env.allowed = &allowed;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(1, 4), "base on 0-3, cpuset 1-4");
+	env.allowed = NULL;
+	/* A waiter on a CPU as big as the holder's best moves it there. */
+	little.cpus = CPUS(1, 5);
+	l = lend_of(&little, 1, ALL);
+	big.cpus = CPUS(0);
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(1, 5), "waiter on a big CPU");
+	/* A little holder may be moved to a big waiter's CPU, or a middle one. */
+	struct plk_sched_ctx small = with_cpus(fair(SCHED_OTHER, 19), CPUS(4));
+	struct plk_sched_ctx mid = with_cpus(fair(SCHED_OTHER, 0), CPUS(2));
+	l = lend_of(&mid, 1, ALL);
+	got = combine_env(&small, &l, &env);
+	assert_cpus(got, CPUS(2), "little holder, middle waiter");
+	/* Equal capacities everywhere (differ false): the policy alone. */
+	cap.differ = false;
+	l = lend_of(&little, 1, ALL);
+	little.cpus = CPUS(4);
+	l = lend_of(&little, 1, ALL);
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(4), "capacities alike");
+}
+END_TEST
+
 START_TEST(an_empty_lend_is_the_identity)
 {
 	struct plk_sched_ctx bases[] = {
@@ -760,6 +912,7 @@ static struct plk_lend lend_of_case(const struct lock_case *c)
 }
 
 static struct plk_numa_map gen_numa;
+static struct plk_capacity_map gen_capacity;
 static cpu_set_t gen_allowed;
 
 static struct plk_lend_env random_env(void)
@@ -768,6 +921,7 @@ static struct plk_lend_env random_env(void)
 		.affinity = (int)rnd(3),
 		.allowed = rnd(2) ? &gen_allowed : NULL,
 		.numa = &gen_numa,
+		.capacity = rnd(2) ? &gen_capacity : NULL,
 	};
 
 	return env;
@@ -783,6 +937,11 @@ static void generator_setup(uint64_t seed)
 	}
 	gen_numa.nnodes = 3;
 	gen_allowed = CPUS(0, 1, 2, 4, 5, 8, 9, 10);
+	/* Capacities: 1024 on 0-2, 512 on 3-7, 160 on 8-10, 11 unknown. */
+	memset(&gen_capacity, 0, sizeof(gen_capacity));
+	gen_capacity.differ = true;
+	for (int c = 0; c < 11; c++)
+		gen_capacity.of[c] = c < 3 ? 1024 : c < 8 ? 512 : 160;
 }
 
 START_TEST(merging_lends_of_two_locks_equals_folding_all_their_waiters)
@@ -870,6 +1029,191 @@ START_TEST(a_lend_never_lowers_the_holder)
 		}
 		ck_assert_uint_eq(got.flags, base.flags);
 		ck_assert_int_gt(CPU_COUNT(&got.cpus) + (CPU_COUNT(&base.cpus) == 0), 0);
+	}
+}
+END_TEST
+
+/* The stated order (lend.c), written out independently of plk_lend_rank:
+ * < 0, 0, > 0 as @a ranks below, with, above @b. */
+static int class_of(uint32_t p)
+{
+	return p == SCHED_DEADLINE ? 3 : plk_sched_is_rt(p) ? 2 : p == SCHED_IDLE ? 0 : 1;
+}
+
+static int rank_cmp(const struct plk_sched_ctx *a, const struct plk_sched_ctx *b)
+{
+	int ca = class_of(a->policy), cb = class_of(b->policy);
+
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ca == 2 && a->rt_prio != b->rt_prio)
+		return a->rt_prio < b->rt_prio ? -1 : 1;
+	if (ca == 1) {
+		if (a->nice != b->nice)
+			return a->nice > b->nice ? -1 : 1;
+		if ((a->policy == SCHED_BATCH) != (b->policy == SCHED_BATCH))
+			return a->policy == SCHED_BATCH ? -1 : 1;
+	}
+	if (a->umin != b->umin)
+		return a->umin < b->umin ? -1 : 1;
+	return 0;
+}
+
+/* The best capacity in @cpus. */
+static unsigned best_cap(const struct plk_capacity_map *cap, const cpu_set_t *cpus)
+{
+	unsigned best = 0;
+
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, cpus) && cap->of[c] > best)
+			best = cap->of[c];
+	return best;
+}
+
+/* A base the kernel could hold: uclamp_min <= uclamp_max, nice 0 if RT. */
+static struct plk_sched_ctx random_base(void)
+{
+	struct plk_sched_ctx b = random_ctx();
+
+	if (b.umin > b.umax)
+		b.umin = b.umax;
+	if (plk_sched_is_rt(b.policy))
+		b.nice = 0;
+	if (CPU_COUNT(&b.cpus) == 0)
+		CPU_SET(rnd(12), &b.cpus);
+	return b;
+}
+
+START_TEST(no_lend_leaves_the_holder_below_its_base_in_any_kind)
+{
+	generator_setup(0x30);
+	for (int i = 0; i < CASES; i++) {
+		struct lock_case c = random_lock();
+		struct plk_sched_ctx base = random_base(), got;
+		struct plk_lend l = lend_of_case(&c);
+		struct plk_lend_env env = random_env();
+		bool outranked = false;
+
+		for (int k = 0; k < c.n; k++)
+			outranked |= (c.kinds & A) && rank_cmp(&c.w[k], &base) > 0;
+		got = combine_env(&base, &l, &env);
+		ck_assert_msg(rank_cmp(&got, &base) >= 0, "case %d: E(T) ranks below B(T)", i);
+		ck_assert_msg(got.umin >= base.umin && got.umax >= base.umax,
+		              "case %d: uclamp lowered", i);
+		if (plk_sched_is_rt(base.policy))
+			ck_assert_msg(plk_sched_is_rt(got.policy) && got.rt_prio >= base.rt_prio,
+			              "case %d: RT holder lowered", i);
+		else if (!plk_sched_is_rt(got.policy))
+			ck_assert_msg(got.nice <= base.nice &&
+			              (got.policy == SCHED_IDLE) <= (base.policy == SCHED_IDLE),
+			              "case %d: nice or fair policy lowered", i);
+		ck_assert_msg(outranked || CPU_EQUAL(&got.cpus, &base.cpus),
+		              "case %d: the holder's CPUs changed, with no waiter of a lock "
+		              "lending CPUs outranking it", i);
+		if (env.capacity) {
+			cpu_set_t own = base.cpus;
+
+			if (env.allowed)
+				CPU_AND(&own, &own, env.allowed);
+			if (CPU_COUNT(&own) == 0)
+				own = base.cpus;
+			ck_assert_msg(best_cap(env.capacity, &got.cpus) >=
+			              best_cap(env.capacity, &own),
+			              "case %d: best capacity %u, below the base's %u", i,
+			              best_cap(env.capacity, &got.cpus), best_cap(env.capacity, &own));
+		}
+	}
+}
+END_TEST
+
+/* A context no higher than @b in any kind, and not above it in rank. */
+static struct plk_sched_ctx random_not_above(const struct plk_sched_ctx *b)
+{
+	struct plk_sched_ctx w = random_ctx();
+
+	w.umin = b->umin ? rnd(b->umin + 1) : 0;
+	w.umax = b->umax ? rnd(b->umax + 1) : 0;
+	if (plk_sched_is_rt(b->policy)) {
+		/* RT at or below its priority, or anything fair. */
+		if (plk_sched_is_rt(w.policy))
+			w.rt_prio = 1 + rnd(b->rt_prio);
+	} else {
+		if (plk_sched_is_rt(w.policy))
+			w.policy = SCHED_IDLE;
+		if (b->policy == SCHED_IDLE)
+			w.policy = SCHED_IDLE;
+		else if (b->policy == SCHED_BATCH && w.policy == SCHED_OTHER)
+			w.policy = SCHED_BATCH;
+		w.rt_prio = 0;
+		w.nice = b->nice + (int32_t)rnd((uint32_t)(20 - b->nice));
+	}
+	return w;
+}
+
+START_TEST(waiters_equal_to_or_below_the_holder_leave_it_exactly_at_its_base)
+{
+	generator_setup(0x31);
+	for (int i = 0; i < CASES; i++) {
+		struct plk_sched_ctx base = random_base(), got;
+		struct lock_case a = random_lock(), b = random_lock();
+		struct plk_lend_env env = random_env();
+		struct plk_lend l;
+
+		for (int k = 0; k < a.n; k++)
+			a.w[k] = rnd(4) ? random_not_above(&base) : with_cpus(base, a.w[k].cpus);
+		for (int k = 0; k < b.n; k++)
+			b.w[k] = random_not_above(&base);
+		l = lend_of_case(&a);
+		struct plk_lend lb = lend_of_case(&b);
+		plk_lend_merge(&l, &lb);
+		got = combine_env(&base, &l, &env);
+		assert_ctx_eq(&got, &base, "case %d: %d and %d waiters no higher than the holder",
+		              i, a.n, b.n);
+	}
+}
+END_TEST
+
+START_TEST(waiters_that_do_not_outrank_the_holder_lend_no_cpus)
+{
+	generator_setup(0x32);
+	for (int i = 0; i < CASES; i++) {
+		struct plk_sched_ctx base = random_base(), got;
+		struct lock_case c = random_lock();
+		struct plk_lend_env env = random_env();
+		struct plk_lend l;
+		int n = 0;
+
+		/* Any context at all, as long as its rank is not above. */
+		for (int k = 0; k < c.n; k++)
+			if (rank_cmp(&c.w[k], &base) <= 0)
+				c.w[n++] = c.w[k];
+		c.n = n;
+		l = lend_of_case(&c);
+		got = combine_env(&base, &l, &env);
+		ck_assert_msg(CPU_EQUAL(&got.cpus, &base.cpus),
+		              "case %d: %d waiters not outranking the holder moved it", i, n);
+	}
+}
+END_TEST
+
+START_TEST(plk_lend_rank_follows_the_stated_order)
+{
+	generator_setup(0x33);
+	for (int i = 0; i < CASES * 5; i++) {
+		struct plk_sched_ctx a = random_base(), b = random_base();
+		uint64_t ra, rb;
+		int want, got;
+
+		if (rnd(4) == 0)
+			b = with_cpus(a, b.cpus);  /* ties */
+		else if (rnd(3) == 0)
+			b.nice = a.nice, b.policy = a.policy, b.rt_prio = a.rt_prio;
+		ra = plk_lend_rank(&a);
+		rb = plk_lend_rank(&b);
+		want = rank_cmp(&a, &b);
+		got = ra < rb ? -1 : ra > rb;
+		ck_assert_msg(got == want, "case %d: plk_lend_rank says %d, the order %d", i, got,
+		              want);
 	}
 }
 END_TEST
@@ -1018,10 +1362,17 @@ static Suite *lend_suite(void)
 	tcase_add_test(tc, node_policy_without_numa_information_is_the_union);
 	tcase_add_test(tc, cpus_outside_the_cpuset_are_dropped);
 	tcase_add_test(tc, nothing_left_in_the_cpuset_falls_back_to_the_base_cpus);
+	tcase_add_test(tc, cpus_are_lent_only_by_a_waiter_that_outranks_the_holder);
+	tcase_add_test(tc, only_the_top_ranked_waiters_lend_their_cpus);
+	tcase_add_test(tc, where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus);
 	tcase_add_test(tc, an_empty_lend_is_the_identity);
 	tcase_add_test(tc, merging_lends_of_two_locks_equals_folding_all_their_waiters);
 	tcase_add_test(tc, merge_is_commutative_and_associative);
 	tcase_add_test(tc, a_lend_never_lowers_the_holder);
+	tcase_add_test(tc, no_lend_leaves_the_holder_below_its_base_in_any_kind);
+	tcase_add_test(tc, waiters_equal_to_or_below_the_holder_leave_it_exactly_at_its_base);
+	tcase_add_test(tc, waiters_that_do_not_outrank_the_holder_lend_no_cpus);
+	tcase_add_test(tc, plk_lend_rank_follows_the_stated_order);
 	tcase_add_test(tc, a_chain_passes_the_waiters_context_through_an_intermediate_owner);
 	tcase_add_test(tc, plk_lend_kinds_changed_names_exactly_the_kinds_that_differ);
 	suite_add_tcase(s, tc);
