@@ -452,8 +452,8 @@ END_TEST
  * exists: TID 1, the main thread of a PID namespace's first process)
  * and the high half of the TCB's own address (0x7fxx on x86_64).  A
  * caller with such a TID must still map another thread's pthread_t to
- * that thread's TID.  The check: B holds a mutex and is lent CPU 0 by a
- * waiter; the colliding main thread sets B's CPUs to {1} and reads them
+ * that thread's TID.  The check: B (nice 1) holds a mutex and is lent
+ * CPU 0 by a nice-0 waiter; the colliding main thread sets B's CPUs to {1} and reads them
  * back ({1}: the base, while lent), and after B's unlock the kernel
  * shows {1}, what the application set.  Run in children, so plain
  * return codes: 0, or the step that failed.
@@ -465,6 +465,11 @@ static cpu_set_t tc_after;  /* B's CPUs as the kernel has them after its unlock 
 static void *tc_holder(void *arg)
 {
 	(void)arg;
+	/* Ranked below the waiter, which lends CPUs only if it outranks
+	 * (docs/design.md, "The rule: lending never hurts"); older than a
+	 * base copy may stand in for (PLK_BASE_TTL_NS). */
+	setpriority(PRIO_PROCESS, 0, 1);
+	usleep(2000);
 	pthread_mutex_lock(&tc_lock);
 	__atomic_store_n(&tc_tid_b, gettid_(), __ATOMIC_RELEASE);
 	__atomic_store_n(&tc_held, 1, __ATOMIC_RELEASE);
