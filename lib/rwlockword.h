@@ -32,10 +32,9 @@
  * __reserved0[0] (plk_rw_dead_reader): the TID of a lone reader, the
  * solo word's or the converted one in __solo, found to have exited still
  * named here (0 none; zero at init).  Written only under the bucket, by a
- * writer about to queue that asked the kernel (rwlock.c,
- * dead_reader_check); lend updates, under the bucket, lend nothing to a
- * reader named by that TID.  Not part of the word protocol: it stops
- * lends, it changes no hold.
+ * waiter that asked the kernel (rwlock.c, dead_reader_check); lend
+ * updates, under the bucket, lend nothing to a reader named by that TID.
+ * Not part of the word protocol: it stops lends, it changes no hold.
  *
  * __flags: the preference kind (glibc's numbers) in bits 0..1, the kinds
  * not lent from bit 24 (as a mutex's).  Waiters queue in the bucket
