@@ -642,7 +642,7 @@ static uint32_t lone_reader_named(const proxylock_rwlock_t *rw)
  * (a program error), and every lend update would lend to its TID, and
  * so to any later thread of ours given that TID.  So whoever is about
  * to make a lend update that may name a lone reader asks the kernel
- * first whether that reader still exists (plk_thread_exited, as a
+ * first whether that reader still exists (plk_thread_exited_hint, as a
  * mutex waiter asks of its owner: before the bucket, no syscall under
  * it): a writer about to queue, and again at each of its rescans while
  * queued (rw_park: every PLK_RW_RESCAN_NS, under every kind while a
@@ -663,7 +663,7 @@ static void dead_reader_check(proxylock_rwlock_t *rw)
 	bool marked = false;
 
 	if (!plk_rw_lend_kinds(rw) || !tid || named == plk_rw_dead_reader(rw) ||
-	    tid == (pid_t)plk_tid() || !plk_thread_exited(tid))
+	    tid == (pid_t)plk_tid() || !plk_thread_exited_hint(tid))
 		return;
 	b = plk_waitq_lock(rw);
 	if (lone_reader_named(rw) == named) {
@@ -694,7 +694,10 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	struct plk_bucket *b;
 	uint32_t st;
 
-	dead_reader_check(rw);  /* our lend update below may name a lone reader */
+	/* Our lend update below may name a lone reader: ask again, unless
+	 * our queueing asked less than a rescan period ago. */
+	if (now_ns - me->enq_ns >= PLK_RW_RESCAN_NS)
+		dead_reader_check(rw);
 	plk_rw_lend_prepare(rw);
 	b = plk_waitq_lock(rw);
 	st = __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);

@@ -1078,6 +1078,68 @@ START_TEST(a_reader_that_exits_while_a_prefer_reader_writer_waits_is_not_lent_to
 }
 END_TEST
 
+/* --- the cost of asking whether a lone reader still exists ----------- */
+
+static proxylock_rwlock_t cost_lock = PROXYLOCK_RWLOCK_INITIALIZER;
+
+/* read(2) calls this thread has made so far (the kernel's syscr). */
+static long reads_so_far(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/thread-self/io", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscr: %ld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* 2000 timed write locks with a deadline already passed, each of which
+ * contends (and times out); returns the read(2) calls they made. */
+static void *cost_writer(void *arg)
+{
+	long before = reads_so_far(), after;
+	int timeouts = 0;
+
+	(void)arg;
+	for (int i = 0; i < 2000; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		timeouts += proxylock_rwlock_timedwrlock(&cost_lock, &ts) == ETIMEDOUT;
+	}
+	after = reads_so_far();
+	return (void *)(intptr_t)(timeouts == 2000 && before >= 0 ? after - before - 1 : -1);
+}
+
+/*
+ * The leader's lone read hold: a contended write lock asks whether the
+ * named reader still exists, and for the leader (a zombie after
+ * pthread_exit, so tgkill cannot tell) that is a read of /proc/self/stat.
+ * Its answer is kept 50 ms: 2000 contended calls read it a few times,
+ * not once (or twice) each.  Check runs each test in a child process, of
+ * which this thread is the leader.
+ */
+START_TEST(contended_write_locks_against_the_leaders_lone_read_hold_seldom_read_proc)
+{
+	pthread_t t;
+	void *reads;
+
+	ck_assert_int_eq(gettid_(), getpid());
+	ck_assert_msg(reads_so_far() >= 0, "no /proc/thread-self/io");
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&cost_lock), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, cost_writer, NULL), 0);
+	pthread_join(t, &reads);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&cost_lock), 0);
+	ck_assert_msg((intptr_t)reads >= 0 && (intptr_t)reads < 200,
+	              "2000 contended write locks made %ld read(2) calls (-1: a lock did not "
+	              "time out)", (long)(intptr_t)reads);
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -1117,6 +1179,7 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, a_reader_that_exits_while_a_prefer_reader_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner);
 	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader);
 	tcase_add_test(tc, uncontended_read_and_write_paths_make_no_syscall);
+	tcase_add_test(tc, contended_write_locks_against_the_leaders_lone_read_hold_seldom_read_proc);
 	suite_add_tcase(s, tc);
 	return s;
 }
