@@ -802,7 +802,9 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
  *
  * destroy answers as glibc's does: 0, held or not (by the caller, or by
  * a thread that exited holding it), and changes nothing, so the rwlock
- * stays usable after it and pthread_rwlock_init makes it new again
+ * stays usable after it and pthread_rwlock_init makes it new again,
+ * for the caller's read set too (plk_rw_forget_own_reads; another live
+ * thread's read hold of the old lock is that program's error)
  * (proxylock_rwlock_destroy, the direct API, refuses a held one with
  * EBUSY instead).  Kept different: unlock by a thread holding nothing is
  * EPERM (glibc corrupts its counts and returns 0).

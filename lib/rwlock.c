@@ -1341,6 +1341,35 @@ again:
 	return 0;
 }
 
+/*
+ * Init makes @rw new, for the caller too: a read hold of the rwlock that
+ * lived at @rw before (destroyed while the caller held it: the
+ * interposer's destroy returns 0 then, as glibc's) must not stay in the
+ * caller's read set, where its next read of the new lock would find it
+ * and take itself for a recursive reader (depth 2, count 1: its unlock
+ * then says EPERM and the lock stays read-held; the issue 29 review's
+ * reinit.c).  So the slot is given back, and a lend a scan made through
+ * it is withdrawn (nobody waits on a lock being initialised: no scan
+ * can name the slot meanwhile).  Only the caller's: another thread's
+ * hold of the old lock, in its own read set, is that program's error.
+ */
+void plk_rw_forget_own_reads(proxylock_rwlock_t *rw)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+	uintptr_t was;
+	bool lent;
+	int i;
+
+	if (!s || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
+		return;
+	/* Relaxed: no scan runs on @rw now; the exchange reads the mark. */
+	was = __atomic_exchange_n(&s->lock[i], 0, __ATOMIC_RELAXED);
+	lent = (was & PLK_RD_NAMED) || s->withdraw[i];
+	plk_rdset_put(s, i);
+	if (lent)
+		rd_not_reader(rw);
+}
+
 /* --- the public calls ------------------------------------------------- */
 
 static bool clock_ok(clockid_t clock)

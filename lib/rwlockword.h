@@ -316,6 +316,12 @@ static inline __attribute__((always_inline)) int plk_rw_rdunlock_fast(proxylock_
  */
 PLK_HIDDEN void plk_rw_unlock_cleared(proxylock_rwlock_t *rw);
 
+/** plk_rw_forget_own_reads - at init of @rw (no internal lock held, no
+ * thread waiting on it): give back the caller's read-set slot for the
+ * rwlock that lived at @rw before, if any, withdrawing what a scan lent
+ * through it (rwlock.c). */
+PLK_HIDDEN void plk_rw_forget_own_reads(proxylock_rwlock_t *rw);
+
 /** plk_rw_wrlock_fast - one CAS 0 -> WRITER|TID. */
 static inline bool plk_rw_wrlock_fast(proxylock_rwlock_t *rw)
 {

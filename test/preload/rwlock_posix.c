@@ -364,27 +364,55 @@ static void overlap_readers(pthread_rwlock_t *rw)
 	pthread_rwlock_unlock(rw);
 }
 
+/* Two other threads' read holds overlap on @arg (a rwlock): the first
+ * holds while the second reads and leaves.  Returns the first error. */
+static void *overlap_thread(void *arg)
+{
+	int e = pthread_rwlock_rdlock(arg);
+
+	if (e == 0) {
+		e = other(arg, RDLOCK_UNLOCK).err;
+		pthread_rwlock_unlock(arg);
+	}
+	return (void *)(intptr_t)e;
+}
+
+/* Readers of @rw other than the caller overlap (so that, under the
+ * interposer, the caller's next read hold is a counted one). */
+static void others_overlap(pthread_rwlock_t *rw)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, overlap_thread, rw);
+	pthread_join(th, NULL);
+}
+
 /*
  * Destroy of a rwlock held by the caller (read: a lone hold, and one
  * among overlapping readers; write) or by a thread that exited holding
  * it (read, write) answers as glibc's; init then makes it new: the
- * caller and other threads read and write it as a fresh lock.
+ * caller and other threads read and write it as a fresh lock.  In
+ * "caller-read-counted-then-reinit-shared", other readers overlap on the new
+ * lock before the caller reads it, so that the caller's read is counted
+ * again (under the interposer: its read set, where the old lock's hold
+ * must not be found); the other writer only tries, so that a hold left
+ * behind shows as EBUSY, not a hang.
  */
 static void destroy_held_then_reinit(void)
 {
 	static const char *const how[] = { "caller-read", "caller-read-counted", "caller-write",
-	                                   "exited-reader", "exited-writer" };
+	                                   "exited-reader", "exited-writer", "caller-read-counted" };
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		pthread_rwlock_t rw;
 		pthread_t th;
 		char got[128], name[64];
 		int d, e, r[6];
 
 		pthread_rwlock_init(&rw, NULL);
-		if (i == 1)
+		if (i == 1 || i == 5)
 			overlap_readers(&rw);
-		if (i <= 1)
+		if (i <= 1 || i == 5)
 			pthread_rwlock_rdlock(&rw);
 		else if (i == 2)
 			pthread_rwlock_wrlock(&rw);
@@ -394,16 +422,19 @@ static void destroy_held_then_reinit(void)
 		}
 		d = pthread_rwlock_destroy(&rw);
 		e = pthread_rwlock_init(&rw, NULL);
+		if (i == 5)
+			others_overlap(&rw);
 		r[0] = pthread_rwlock_tryrdlock(&rw);
 		r[1] = pthread_rwlock_unlock(&rw);
-		r[2] = other(&rw, WRLOCK_UNLOCK).err;
+		r[2] = other(&rw, i == 5 ? TRYWR : WRLOCK_UNLOCK).err;
 		r[3] = other(&rw, RDLOCK_UNLOCK).err;
 		r[4] = pthread_rwlock_trywrlock(&rw);
 		r[5] = pthread_rwlock_unlock(&rw);
 		snprintf(got, sizeof(got), "%s %s rd %s %s other-wr %s other-rd %s wr %s %s",
 		         err_name(d), err_name(e), err_name(r[0]), err_name(r[1]), err_name(r[2]),
 		         err_name(r[3]), err_name(r[4]), err_name(r[5]));
-		snprintf(name, sizeof(name), "destroy-held-by-%s-then-reinit", how[i]);
+		snprintf(name, sizeof(name), "destroy-held-by-%s-then-reinit%s", how[i],
+		         i == 5 ? "-shared" : "");
 		expect(name, got, "0 0 rd 0 0 other-wr 0 other-rd 0 wr 0 0");
 		pthread_rwlock_destroy(&rw);
 	}
