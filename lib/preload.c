@@ -565,7 +565,9 @@ PLK_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm)
 
 	if (caller_is_urcu(RETURN_ADDRESS()) || mutex_is_glibc(pm))
 		return plk_real()->mutex_destroy(pm);
-	if (plk_word(m) != 0)
+	/* Held, or (not robust) a condvar waiter is bound to it: glibc's
+	 * __nusers counts both, and its robust kinds skip the check. */
+	if (plk_word(m) != 0 || (!(m->__flags & PLK_ROBUST) && plk_mutex_bound(m) != 0))
 		return EBUSY;
 	m->__flags = UINT32_MAX;  /* glibc's "destroyed": later calls get EINVAL */
 	return 0;

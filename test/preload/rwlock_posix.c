@@ -478,6 +478,58 @@ static void mutex_destroy_held(void)
 	}
 }
 
+/* A condvar waiter: under the mutex, says it is ready, then waits for go. */
+struct cw {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int ready, go;
+};
+
+static void *cond_waiter(void *arg)
+{
+	struct cw *w = arg;
+
+	pthread_mutex_lock(&w->m);
+	w->ready = 1;
+	while (!w->go)
+		pthread_cond_wait(&w->c, &w->m);
+	pthread_mutex_unlock(&w->m);
+	return NULL;
+}
+
+/* Destroy of a mutex, free, that a thread waits on a condvar with: glibc
+ * says EBUSY (its __nusers counts the waiter) and leaves it as it was;
+ * once the waiter has left, destroy says 0. */
+static void mutex_destroy_with_cond_waiter(void)
+{
+	struct cw w = { .ready = 0, .go = 0 };
+	pthread_t th;
+	char got[64];
+	int d, f, ready = 0;
+
+	pthread_mutex_init(&w.m, NULL);
+	pthread_cond_init(&w.c, NULL);
+	pthread_create(&th, NULL, cond_waiter, &w);
+	/* Ready seen under the mutex: the waiter released it in its wait. */
+	while (!ready) {
+		pthread_mutex_lock(&w.m);
+		ready = w.ready;
+		pthread_mutex_unlock(&w.m);
+		if (!ready)
+			usleep(1000);
+	}
+	d = pthread_mutex_destroy(&w.m);
+	pthread_mutex_lock(&w.m);
+	w.go = 1;
+	pthread_cond_signal(&w.c);
+	pthread_mutex_unlock(&w.m);
+	pthread_join(th, NULL);
+	f = pthread_mutex_destroy(&w.m);
+	snprintf(got, sizeof(got), "%s %s", err_name(d), err_name(f));
+	expect("mutex-destroy-with-a-condvar-waiter", got, "EBUSY 0");
+	pthread_cond_destroy(&w.c);
+}
+
 /* PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP and the kind set by
  * pthread_rwlockattr_setkind_np: with a writer waiting on a reader, a
  * new reader is refused (EBUSY) there, let in under the default kind. */
@@ -580,6 +632,7 @@ int main(void)
 	destroy_and_misuse();
 	destroy_held_then_reinit();
 	mutex_destroy_held();
+	mutex_destroy_with_cond_waiter();
 	kinds();
 	process_shared();
 	printf("%s\n", failures ? "rwlock posix FAILED" : "rwlock posix ok");
