@@ -25,8 +25,9 @@
  * kernel PI it asked for.  So by default (auto) they become proxylocks
  * only if RT can be lent when they are initialised (proxylock_donate_kinds()
  * has PROXYLOCK_DONATE_RT, probed once, and the thread still has
- * CAP_SYS_NICE or RLIMIT_RTPRIO, asked at each init: a daemon may drop
- * them after the probe) and stay glibc's kernel PI futexes otherwise;
+ * CAP_SYS_NICE, in the initial user namespace (the only one where the
+ * kernel honours it), or RLIMIT_RTPRIO, asked at each init: a daemon may
+ * drop them, or unshare its user namespace, after the probe) and stay glibc's kernel PI futexes otherwise;
  * PROXYLOCK_PI=proxy or =kernel decides for every one.  A PI mutex made a
  * proxylock before a drop stays one; its RT lends the kernel then refuses
  * are counted (stats.eperm_skipped, the report).
