@@ -216,8 +216,9 @@ PROXYLOCK_API int proxylock_mutexattr_getrobust(const proxylock_mutexattr_t *att
 PROXYLOCK_API int proxylock_mutex_init(proxylock_mutex_t *m, const proxylock_mutexattr_t *attr);
 
 /**
- * proxylock_mutex_destroy - EBUSY if @m is locked, else 0.  A destroyed
- * mutex answers every call but init with EINVAL, until init again.
+ * proxylock_mutex_destroy - EBUSY if @m is locked, or a thread waits on
+ * a condition variable with it, else 0.  A destroyed mutex answers every
+ * call but init with EINVAL, until init again.
  */
 PROXYLOCK_API int proxylock_mutex_destroy(proxylock_mutex_t *m);
 

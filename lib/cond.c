@@ -360,6 +360,8 @@ static void cond_wait_cancelled(void *arg)
 		st = park_until_taken(w->me);  /* taken off by a signal or an unlock */
 	}
 	mutex_retake(w->m, w->ops, w->me, st, &w->held);
+	if (!w->ops)
+		plk_mutex_bound_add(w->m, -1);  /* retaken: bound no more */
 	if (signalled)
 		cond_pass_on(w->c);
 }
@@ -462,12 +464,18 @@ static uint32_t cond_sleep(struct cond_wait *w, clockid_t clock,
 static int cond_wait_unqueued(void *m, const struct plk_mutex_ops *ops)
 {
 	struct held h = { 0, 0 };
-	int err = mutex_release(m, ops, &h);
+	int err;
 
-	if (err)
-		return err;
-	sched_yield();
-	return mutex_retake(m, ops, NULL, PLK_PARK_WAITING, &h);
+	if (!ops)
+		plk_mutex_bound_add(m, 1);
+	err = mutex_release(m, ops, &h);
+	if (!err) {
+		sched_yield();
+		err = mutex_retake(m, ops, NULL, PLK_PARK_WAITING, &h);
+	}
+	if (!ops)
+		plk_mutex_bound_add(m, -1);
+	return err;
 }
 
 int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
@@ -502,8 +510,14 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	tsan_internal_end(c);
 
 	w.me = me;
+	/* Bound to @m from before its release until after its retake, or
+	 * the cancellation cleanup's (plk_mutex_bound: destroy's EBUSY). */
+	if (!ops)
+		plk_mutex_bound_add(m, 1);
 	err = mutex_release(m, ops, &w.held);
 	if (err) {
+		if (!ops)
+			plk_mutex_bound_add(m, -1);
 		if (cond_leave(c, me))
 			return err;
 		/* A signal took us off meanwhile (it can only have woken us:
@@ -518,6 +532,8 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		ret = st == PLK_PARK_WAITING ? ETIMEDOUT : 0;
 	}
 	err = mutex_retake(m, ops, me, st, &w.held);
+	if (!ops)
+		plk_mutex_bound_add(m, -1);
 	return err ? err : ret;
 }
 

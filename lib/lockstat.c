@@ -543,8 +543,9 @@ static void report_table(void)
 		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
 	if ((eperm = stats_eperm_skipped()) != 0)
-		say(report_fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges "
-		    "dropped after the probe?\n", eperm);
+		say(report_fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges or "
+		    "limits lowered after the probe, or a lend past RLIMIT_NICE or RLIMIT_RTPRIO\n",
+		    eperm);
 	print_rows(top, ntop);
 	print_dead();
 }

@@ -19,7 +19,8 @@
  * __count is the RECURSIVE relock depth (0 = held once); only the owner
  * touches it.  __flags holds the type (glibc's kind numbers: NORMAL 0,
  * RECURSIVE 1, ERRORCHECK 2, ADAPTIVE 3) in bits 0..1 and the kinds not
- * lent from bit 24.  The layout matches the head of glibc's
+ * lent from bit 24.  __reserved0[1] counts the condvar waiters bound to
+ * the mutex (plk_mutex_bound).  The layout matches the head of glibc's
  * pthread_mutex_t (see proxylock.h and preload.c).
  *
  * Fast paths: lock is one CAS 0 -> TID; unlock is one CAS TID -> 0,
@@ -56,6 +57,29 @@
 #define PLK_GLIBC_ELISION 0x300u
 #define PLK_FLAGS_KNOWN (PLK_TYPE_MASK | PLK_ROBUST | PLK_GLIBC_ELISION | \
                          ((uint32_t)PROXYLOCK_DONATE_ALL << PLK_NODONATE_SHIFT))
+
+/*
+ * __reserved0[1], glibc's __nusers under the interposer: the condvar
+ * waiters bound to the mutex, each counted from before its wait releases
+ * the mutex until after it retakes it (cond.c, plk_cond_wait), so that
+ * destroy answers EBUSY for them as glibc's does (its __nusers keeps
+ * counting a thread inside pthread_cond_wait).  Not part of the lock
+ * protocol: nothing but destroy reads it.  Relaxed RMWs: a count that
+ * orders nothing; a waiter's increment comes before its release of the
+ * mutex and its decrement after its retake, so a destroyer that has
+ * synchronised with the mutex (as it must) sees them.  Zero-filled: a
+ * static or freshly initialised mutex has no waiter bound.
+ */
+static inline void plk_mutex_bound_add(proxylock_mutex_t *m, int32_t d)
+{
+	__atomic_fetch_add(&m->__reserved0[1], (uint32_t)d, __ATOMIC_RELAXED);
+}
+
+/** plk_mutex_bound - condvar waiters bound to @m (see above). */
+static inline uint32_t plk_mutex_bound(const proxylock_mutex_t *m)
+{
+	return __atomic_load_n(&m->__reserved0[1], __ATOMIC_RELAXED);
+}
 
 /** plk_word_reserved - true if word @w names no thread but a state. */
 static inline bool plk_word_reserved(uint32_t w)

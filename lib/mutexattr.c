@@ -113,8 +113,9 @@ int proxylock_mutex_destroy(proxylock_mutex_t *m)
 
 	if (!m || !plk_flags_valid(m) || (w = plk_word(m)) == PLK_TID_DESTROYED)
 		return EINVAL;
-	if ((w != 0 && w != PLK_TID_NOTRECOVERABLE) || !plk_cas_word(m, w, PLK_TID_DESTROYED))
-		return EBUSY;
+	if ((w != 0 && w != PLK_TID_NOTRECOVERABLE) || plk_mutex_bound(m) != 0 ||
+	    !plk_cas_word(m, w, PLK_TID_DESTROYED))
+		return EBUSY;  /* held, or a condvar waiter is bound to it */
 	plk_tsan_destroy(m);
 	plk_vg(plk_vg_mutex_destroy(m));
 	return 0;

@@ -25,8 +25,9 @@
  * kernel PI it asked for.  So by default (auto) they become proxylocks
  * only if RT can be lent when they are initialised (proxylock_donate_kinds()
  * has PROXYLOCK_DONATE_RT, probed once, and the thread still has
- * CAP_SYS_NICE or RLIMIT_RTPRIO, asked at each init: a daemon may drop
- * them after the probe) and stay glibc's kernel PI futexes otherwise;
+ * CAP_SYS_NICE, in the initial user namespace (the only one where the
+ * kernel honours it), or RLIMIT_RTPRIO, asked at each init: a daemon may
+ * drop them, or unshare its user namespace, after the probe) and stay glibc's kernel PI futexes otherwise;
  * PROXYLOCK_PI=proxy or =kernel decides for every one.  A PI mutex made a
  * proxylock before a drop stays one; its RT lends the kernel then refuses
  * are counted (stats.eperm_skipped, the report).
@@ -565,7 +566,9 @@ PLK_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm)
 
 	if (caller_is_urcu(RETURN_ADDRESS()) || mutex_is_glibc(pm))
 		return plk_real()->mutex_destroy(pm);
-	if (plk_word(m) != 0)
+	/* Held, or (not robust) a condvar waiter is bound to it: glibc's
+	 * __nusers counts both, and its robust kinds skip the check. */
+	if (plk_word(m) != 0 || (!(m->__flags & PLK_ROBUST) && plk_mutex_bound(m) != 0))
 		return EBUSY;
 	m->__flags = UINT32_MAX;  /* glibc's "destroyed": later calls get EINVAL */
 	return 0;
@@ -802,7 +805,9 @@ PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
  *
  * destroy answers as glibc's does: 0, held or not (by the caller, or by
  * a thread that exited holding it), and changes nothing, so the rwlock
- * stays usable after it and pthread_rwlock_init makes it new again
+ * stays usable after it and pthread_rwlock_init makes it new again,
+ * for the caller's read set too (plk_rw_forget_own_reads; another live
+ * thread's read hold of the old lock is that program's error)
  * (proxylock_rwlock_destroy, the direct API, refuses a held one with
  * EBUSY instead).  Kept different: unlock by a thread holding nothing is
  * EPERM (glibc corrupts its counts and returns 0).

@@ -272,6 +272,39 @@ bool plk_thread_exited(pid_t tid)
 }
 
 /*
+ * The leader's answer, kept (plk_thread_exited_hint): the PID whose
+ * leader was found exited (it stays a zombie until the process ends; a
+ * fork child has another PID), and when it was last found alive.  Hints,
+ * relaxed: each is one word, and a stale one only repeats or delays an
+ * answer the kernel gives anyway.
+ */
+#define LEADER_RECHECK_NS (50 * 1000 * 1000)
+static pid_t leader_exited_pid;
+static uint64_t leader_alive_ns;
+
+bool plk_thread_exited_hint(pid_t tid)
+{
+	pid_t pid = plk_pid();
+	uint64_t now, seen;
+	bool gone;
+
+	if (tid != pid)
+		return plk_thread_exited(tid);
+	if (__atomic_load_n(&leader_exited_pid, __ATOMIC_RELAXED) == pid)
+		return true;
+	now = plk_now_ns();
+	seen = __atomic_load_n(&leader_alive_ns, __ATOMIC_RELAXED);
+	if (seen && now - seen < LEADER_RECHECK_NS)
+		return false;
+	gone = plk_thread_exited(tid);
+	if (gone)
+		__atomic_store_n(&leader_exited_pid, pid, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&leader_alive_ns, now, __ATOMIC_RELAXED);
+	return gone;
+}
+
+/*
  * An alias stops being one once a new thread of this process has that
  * TID (the child lives long enough for TIDs to wrap): a word naming it
  * may then be that thread's.  The kernel, not a flag, says so, so no

@@ -292,6 +292,19 @@ PLK_HIDDEN void plk_thread_token_drop_unlock(struct plk_thread *t);
  */
 PLK_HIDDEN bool plk_thread_exited(pid_t tid);
 
+/**
+ * plk_thread_exited_hint - plk_thread_exited(@tid), but for the
+ * thread-group leader (@tid the PID) the kernel is asked at most once
+ * per 50 ms while it is alive, and never again once it has exited: its
+ * answer costs an open, a read and a close of /proc/self/stat, and the
+ * leader's TID, the PID, is no other thread's while the process lives,
+ * so an answer up to 50 ms late only lends a little longer to a leader
+ * that has called pthread_exit (a zombie).  For callers that ask on
+ * every contended call (rwlock.c's dead-reader check), not for one that
+ * must see the exit itself (a robust mutex's dead owner).
+ */
+PLK_HIDDEN bool plk_thread_exited_hint(pid_t tid);
+
 /** plk_registry_count - records currently linked (tests, stats). */
 PLK_HIDDEN unsigned long plk_registry_count(void);
 

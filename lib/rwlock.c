@@ -102,7 +102,7 @@
  *       made under the bucket (unlock_other).  Scans name both (chain.c);
  *       both always release through the bucket while the bit is set,
  *       and withdraw after it.  A lone reader that exited holding stays
- *       named (its thread is gone, not its hold); once a writer finds it
+ *       named (its thread is gone, not its hold); once a waiter finds it
  *       exited (dead_reader_check), plk_rw_dead_reader names its TID and
  *       no lend update lends to it.
  */
@@ -624,6 +624,59 @@ static bool solo_join(proxylock_rwlock_t *rw, struct rd_hold *h)
 	return joined;
 }
 
+/* The lone reader @rw names, raw (a TID, maybe a fork alias): the solo
+ * word's, else the converted one in __solo; 0 if none or write-held. */
+static uint32_t lone_reader_named(const proxylock_rwlock_t *rw)
+{
+	uint32_t w = plk_rw_word(rw);
+
+	if (w & PLK_RW_WRITER)
+		return 0;
+	return (w & PLK_RW_SOLO) ? (w & PLK_RW_COUNT) : (plk_rw_solo_field(rw) & PLK_RW_COUNT);
+}
+
+/*
+ * A lone read hold (solo, or converted: RW9) is in no read set, so the
+ * key destructor that drops an exiting thread's counted holds never
+ * sees it: a thread that exits holding one stays named in @rw for good
+ * (a program error), and every lend update would lend to its TID, and
+ * so to any later thread of ours given that TID.  So whoever is about
+ * to make a lend update that may name a lone reader asks the kernel
+ * first whether that reader still exists (plk_thread_exited_hint, as a
+ * mutex waiter asks of its owner: before the bucket, no syscall under
+ * it): a writer about to queue, and again at each of its rescans while
+ * queued (rw_park: every PLK_RW_RESCAN_NS, under every kind while a
+ * lone reader is named), a reader about to take the bucket, a waiter
+ * timing out.  Exited, the TID is marked dead in @rw under the bucket
+ * (if still named; plk_rw_dead_reader), so that no lend update lends to
+ * it again, and what was lent to it is withdrawn.  What this misses: a
+ * TID reused by a new thread of ours between its reader's exit and the
+ * next check (at most one rescan period while a writer waits, or before
+ * any waiter came) reads as alive and is lent to, as a mutex's dead
+ * owner's is (docs/design.md).
+ */
+static void dead_reader_check(proxylock_rwlock_t *rw)
+{
+	uint32_t named = lone_reader_named(rw);
+	pid_t tid = named ? plk_owner_tid(named) : 0;
+	struct plk_bucket *b;
+	bool marked = false;
+
+	if (!plk_rw_lend_kinds(rw) || !tid || named == plk_rw_dead_reader(rw) ||
+	    tid == (pid_t)plk_tid() || !plk_thread_exited_hint(tid))
+		return;
+	b = plk_waitq_lock(rw);
+	if (lone_reader_named(rw) == named) {
+		__atomic_store_n(&rw->__reserved0[0], named, __ATOMIC_RELAXED);  /* bucket-ordered */
+		marked = true;
+	}
+	plk_waitq_unlock(b);
+	if (marked) {
+		plk_donate_withdraw_tid(tid, rw);
+		plk_lend_flush();
+	}
+}
+
 /*
  * Our wait on @rw ended without a grant (deadline): leave, under the
  * bucket.  Returns 0 if we were granted meanwhile, RW_RETRY if we (a
@@ -641,6 +694,10 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	struct plk_bucket *b;
 	uint32_t st;
 
+	/* Our lend update below may name a lone reader: ask again, unless
+	 * our queueing asked less than a rescan period ago. */
+	if (now_ns - me->enq_ns >= PLK_RW_RESCAN_NS)
+		dead_reader_check(rw);
 	plk_rw_lend_prepare(rw);
 	b = plk_waitq_lock(rw);
 	st = __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
@@ -656,59 +713,15 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	return ETIMEDOUT;
 }
 
-/* The lone reader @rw names, raw (a TID, maybe a fork alias): the solo
- * word's, else the converted one in __solo; 0 if none or write-held. */
-static uint32_t lone_reader_named(const proxylock_rwlock_t *rw)
-{
-	uint32_t w = plk_rw_word(rw);
-
-	if (w & PLK_RW_WRITER)
-		return 0;
-	return (w & PLK_RW_SOLO) ? (w & PLK_RW_COUNT) : (plk_rw_solo_field(rw) & PLK_RW_COUNT);
-}
-
 /*
- * A lone read hold (solo, or converted: RW9) is in no read set, so the
- * key destructor that drops an exiting thread's counted holds never
- * sees it: a thread that exits holding one stays named in @rw for good
- * (a program error), and every queue change would lend to its TID, and
- * so to any later thread of ours given that TID.  So a writer about to
- * queue asks the kernel whether that reader still exists
- * (plk_thread_exited, as a mutex waiter asks of its owner: before the
- * bucket, no syscall under it), and if not marks the TID dead in @rw
- * under the bucket (if still named; plk_rw_dead_reader), so that no lend
- * update lends to it again, and withdraws what was lent to it.  A TID
- * already reused when first asked reads as alive and is lent to, as a
- * mutex's dead owner's is (docs/design.md).
- */
-static void dead_reader_check(proxylock_rwlock_t *rw)
-{
-	uint32_t named = lone_reader_named(rw);
-	pid_t tid = named ? plk_owner_tid(named) : 0;
-	struct plk_bucket *b;
-	bool marked = false;
-
-	if (!tid || named == plk_rw_dead_reader(rw) || tid == (pid_t)plk_tid() ||
-	    !plk_thread_exited(tid))
-		return;
-	b = plk_waitq_lock(rw);
-	if (lone_reader_named(rw) == named) {
-		__atomic_store_n(&rw->__reserved0[0], named, __ATOMIC_RELAXED);  /* bucket-ordered */
-		marked = true;
-	}
-	plk_waitq_unlock(b);
-	if (marked) {
-		plk_donate_withdraw_tid(tid, rw);
-		plk_lend_flush();
-	}
-}
-
-/*
- * A writer queued on @rw, every PLK_RW_RESCAN_NS of its wait: readers
- * may have joined past it by rdlock_slow's spin, unnamed; the scan under
- * the bucket names them and the queue lends to them (RW5).  Only the
- * first queued writer scans (the lend is the whole queue's), and only a
- * read-held lock (a writer holder is named in the word).  We are inside
+ * A writer queued on @rw, every PLK_RW_RESCAN_NS of its wait: first the
+ * lone reader's check (dead_reader_check), then, under the prefer-reader
+ * kinds, the rescan: readers may have joined past it by rdlock_slow's
+ * spin, unnamed; the scan under the bucket names them and the queue
+ * lends to them (RW5).  Only the first queued writer scans (the lend is
+ * the whole queue's), and only a read-held lock (a writer holder is
+ * named in the word).  Under PREFER_WRITER_NONRECURSIVE no reader joins
+ * past a queued writer, so there is nothing to scan for.  We are inside
  * our own write-lock call on @rw, so it is alive (destroying or freeing
  * it now is the program's error), and its word may be peeked before the
  * bucket; under it, WAITING says we are still queued (a grant or a wake
@@ -719,7 +732,9 @@ static void rw_rescan(proxylock_rwlock_t *rw, struct plk_thread *me)
 	struct plk_bucket *b;
 	bool reader;
 
-	if (plk_rw_word(rw) & PLK_RW_WRITER)
+	dead_reader_check(rw);
+	if ((plk_rw_word(rw) & PLK_RW_WRITER) ||
+	    plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE)
 		return;
 	plk_rw_lend_prepare(rw);
 	b = plk_waitq_lock(rw);
@@ -796,16 +811,20 @@ static uint32_t rw_park_rescanning(proxylock_rwlock_t *rw, struct plk_thread *me
 
 /*
  * Queued on @rw (bucket dropped): sleep until granted or @abstime.  A
- * writer (@h NULL) whose queue lends, where readers may join past it
- * (not PREFER_WRITER_NONRECURSIVE), sleeps in slices to rw_rescan every
- * PLK_RW_RESCAN_NS.  Returns 0 (granted), ETIMEDOUT, or RW_RETRY (a
- * writer woken to compete: grant, RW8).
+ * writer (@h NULL) whose queue lends sleeps in slices to rw_rescan every
+ * PLK_RW_RESCAN_NS where readers may join past it (not
+ * PREFER_WRITER_NONRECURSIVE), or where a lone reader is named when it
+ * parks (under PREFER_WRITER_NONRECURSIVE the only time one can be: no
+ * reader joins past it, and a grant makes counted readers), to ask
+ * whether that reader still exists.  Returns 0 (granted), ETIMEDOUT, or
+ * RW_RETRY (a writer woken to compete: grant, RW8).
  */
 static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t clock,
                    const struct timespec *abstime, struct rd_hold *h)
 {
 	bool rescan = !h && plk_rw_lend_kinds(rw) &&
-	              plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	              (plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE ||
+	               lone_reader_named(rw) != 0);
 	bool timedout = false;
 	uint32_t st;
 
@@ -1007,8 +1026,12 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 			plk_donate_waiter_refresh(me, 0);
 	}
 	/* The clock is read before the bucket: no syscall under it (vDSO
-	 * fallback). */
+	 * fallback).  So is the lone reader's check: our join or queueing
+	 * below updates the queue's lend, which may name it. */
 	uint64_t now_ns = try ? 0 : plk_now_ns();
+
+	if (!try)
+		dead_reader_check(rw);
 	for (;;) {
 		plk_rw_lend_prepare(rw);
 		b = plk_waitq_lock(rw);
@@ -1121,7 +1144,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 	uint64_t now_ns = try ? 0 : plk_now_ns();
 	bool woken = false;
 
-	if (!try && plk_rw_lend_kinds(rw))
+	if (!try)
 		dead_reader_check(rw);
 	for (;;) {
 		plk_rw_lend_prepare(rw);
@@ -1316,6 +1339,35 @@ again:
 		}
 	} while (!plk_rw_cas(rw, w, w - 1) && ((w = plk_rw_word(rw)), 1));
 	return 0;
+}
+
+/*
+ * Init makes @rw new, for the caller too: a read hold of the rwlock that
+ * lived at @rw before (destroyed while the caller held it: the
+ * interposer's destroy returns 0 then, as glibc's) must not stay in the
+ * caller's read set, where its next read of the new lock would find it
+ * and take itself for a recursive reader (depth 2, count 1: its unlock
+ * then says EPERM and the lock stays read-held; the issue 29 review's
+ * reinit.c).  So the slot is given back, and a lend a scan made through
+ * it is withdrawn (nobody waits on a lock being initialised: no scan
+ * can name the slot meanwhile).  Only the caller's: another thread's
+ * hold of the old lock, in its own read set, is that program's error.
+ */
+void plk_rw_forget_own_reads(proxylock_rwlock_t *rw)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+	uintptr_t was;
+	bool lent;
+	int i;
+
+	if (!s || (i = plk_rdset_find(s, (uintptr_t)rw)) < 0)
+		return;
+	/* Relaxed: no scan runs on @rw now; the exchange reads the mark. */
+	was = __atomic_exchange_n(&s->lock[i], 0, __ATOMIC_RELAXED);
+	lent = (was & PLK_RD_NAMED) || s->withdraw[i];
+	plk_rdset_put(s, i);
+	if (lent)
+		rd_not_reader(rw);
 }
 
 /* --- the public calls ------------------------------------------------- */

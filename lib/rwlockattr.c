@@ -2,7 +2,9 @@
 /*
  * rwlockattr.c - an rwlock's attributes, and the calls that make and
  * unmake an rwlock outside the protocol: init (the only reader of an
- * attribute object) and destroy (one CAS of a free word).  The word and
+ * attribute object; it gives back the caller's read-set slot for the
+ * rwlock that lived there before, plk_rw_forget_own_reads) and destroy
+ * (one CAS of a free word).  The word and
  * __flags they write are rwlockword.h's.  The layout checks against
  * glibc's pthread_rwlock_t are here too: the interposer (a later phase)
  * keeps a proxylock rwlock inside the caller's pthread_rwlock_t.
@@ -98,6 +100,7 @@ int proxylock_rwlock_init(proxylock_rwlock_t *rw, const proxylock_rwlockattr_t *
 		kind = attr->__kind & PLK_RW_KIND_MASK;
 		donate = attr->__donate & PROXYLOCK_DONATE_ALL;
 	}
+	plk_rw_forget_own_reads(rw);  /* new for the caller too (rwlock.c) */
 	*rw = (proxylock_rwlock_t)PROXYLOCK_RWLOCK_INITIALIZER;
 	rw->__flags = kind | ((~donate & PROXYLOCK_DONATE_ALL) << PLK_NODONATE_SHIFT);
 	plk_tsan_rw_create(rw);

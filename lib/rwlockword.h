@@ -32,10 +32,9 @@
  * __reserved0[0] (plk_rw_dead_reader): the TID of a lone reader, the
  * solo word's or the converted one in __solo, found to have exited still
  * named here (0 none; zero at init).  Written only under the bucket, by a
- * writer about to queue that asked the kernel (rwlock.c,
- * dead_reader_check); lend updates, under the bucket, lend nothing to a
- * reader named by that TID.  Not part of the word protocol: it stops
- * lends, it changes no hold.
+ * waiter that asked the kernel (rwlock.c, dead_reader_check); lend
+ * updates, under the bucket, lend nothing to a reader named by that TID.
+ * Not part of the word protocol: it stops lends, it changes no hold.
  *
  * __flags: the preference kind (glibc's numbers) in bits 0..1, the kinds
  * not lent from bit 24 (as a mutex's).  Waiters queue in the bucket
@@ -316,6 +315,12 @@ static inline __attribute__((always_inline)) int plk_rw_rdunlock_fast(proxylock_
  * that run the fast paths themselves (the interposer).
  */
 PLK_HIDDEN void plk_rw_unlock_cleared(proxylock_rwlock_t *rw);
+
+/** plk_rw_forget_own_reads - at init of @rw (no internal lock held, no
+ * thread waiting on it): give back the caller's read-set slot for the
+ * rwlock that lived at @rw before, if any, withdrawing what a scan lent
+ * through it (rwlock.c). */
+PLK_HIDDEN void plk_rw_forget_own_reads(proxylock_rwlock_t *rw);
 
 /** plk_rw_wrlock_fast - one CAS 0 -> WRITER|TID. */
 static inline bool plk_rw_wrlock_fast(proxylock_rwlock_t *rw)

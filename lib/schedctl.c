@@ -9,9 +9,12 @@
  *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
  *    with SCHED_FLAG_KEEP_ALL.  A kernel without CONFIG_UCLAMP_TASK says
  *    EOPNOTSUPP (older ones EINVAL or E2BIG, very old ENOSYS).
- *  - nice, RT: CAP_SYS_NICE in the effective set (capget), or a non-zero
- *    RLIMIT_NICE / RLIMIT_RTPRIO.  A boost the kernel still refuses with
- *    EPERM at run time is skipped and counted (stats.eperm_skipped).
+ *  - nice, RT: CAP_SYS_NICE in the effective set (capget) of a process
+ *    in the initial user namespace (the kernel checks the capability
+ *    against that namespace: in any other, capget shows it and nice and
+ *    RT are refused all the same), or a non-zero RLIMIT_NICE /
+ *    RLIMIT_RTPRIO.  A boost the kernel still refuses with EPERM at run
+ *    time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
  * The cpuset, the CPUs of each NUMA node and each CPU's capacity are
@@ -29,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,14 +84,35 @@ static cpu_set_t cpuset_allowed;
 static struct plk_numa_map numa_map;
 static struct plk_capacity_map capacity_map;
 
+/*
+ * Whether this process is in the initial user namespace, the only one
+ * whose CAP_SYS_NICE the kernel honours for nice and RT (capable(),
+ * not ns_capable()).  Its /proc/self/ns/user has the kernel's fixed
+ * inode number for that namespace (PROC_USER_INIT_INO, 0xEFFFFFFD,
+ * include/linux/proc_ns.h; unchanged since Linux 3.8).  Asked each time
+ * (one stat): a single-threaded process may unshare its user namespace
+ * after the probe, as it may drop privileges.  Without /proc mounted:
+ * assumed yes, as before.  A syscall: never under an internal lock.
+ */
+#define PLK_USER_INIT_INO 0xEFFFFFFDu
+
+static bool in_initial_user_namespace(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/user", &st) != 0 || st.st_ino == PLK_USER_INIT_INO;
+}
+
+/* CAP_SYS_NICE in the effective set, where the kernel honours it. */
 static bool has_cap_sys_nice(void)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
-	if (syscall(SYS_capget, &hdr, data) != 0)
+	if (syscall(SYS_capget, &hdr, data) != 0 ||
+	    !(data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
 		return false;
-	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+	return in_initial_user_namespace();
 }
 
 static bool rlimit_nonzero(int resource)

@@ -84,7 +84,8 @@ PLK_HIDDEN unsigned plk_sched_caps(void);
 
 /**
  * plk_sched_rt_permitted - whether this thread may set an RT policy now
- * (CAP_SYS_NICE in the effective set, or a non-zero RLIMIT_RTPRIO): the
+ * (CAP_SYS_NICE in the effective set, in the initial user namespace; or a
+ * non-zero RLIMIT_RTPRIO): the
  * probe's RT test, asked of the kernel at each call (two syscalls), for
  * decisions that must follow a privilege drop made after the probe.
  */

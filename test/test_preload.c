@@ -977,15 +977,19 @@ static uint64_t eperm_skipped_now(void)
 }
 
 static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ep_held;  /* ep_holder holds ep_lock, or gave up (-1) */
 
 /* At nice 0 (raised from its creator's -5, which needs no privilege),
  * holds ep_lock until someone has queued on it and waited 20 ms. */
 static void *ep_holder(void *arg)
 {
 	(void)arg;
-	if (setpriority(PRIO_PROCESS, 0, 0) != 0)
+	if (setpriority(PRIO_PROCESS, 0, 0) != 0) {
+		__atomic_store_n(&ep_held, -1, __ATOMIC_RELEASE);
 		return (void *)1;
+	}
 	pthread_mutex_lock(&ep_lock);
+	__atomic_store_n(&ep_held, 1, __ATOMIC_RELEASE);
 	while (!(__atomic_load_n((uint32_t *)&ep_lock, __ATOMIC_ACQUIRE) & 0x80000000u))
 		usleep(1000);
 	usleep(20 * 1000);
@@ -997,8 +1001,11 @@ static void *ep_holder(void *arg)
  * RT by rtkit): a PI mutex stays glibc's, unless PROXYLOCK_PI=proxy.
  * @probe_first: the interposer probed its privileges before the drop (a
  * daemon that contended as root); then also a nice lend the kernel now
- * refuses is counted (stats.eperm_skipped). */
-static int pi_child_without_rt(bool want_glibc, bool probe_first)
+ * refuses is counted (stats.eperm_skipped).  @userns: the child keeps
+ * CAP_SYS_NICE but in a new user namespace (unshare -U), where capget
+ * shows it and the kernel, which checks it against the initial one,
+ * refuses RT and nice all the same. */
+static int pi_child_without_rt(bool want_glibc, bool probe_first, bool userns)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
@@ -1014,14 +1021,24 @@ static int pi_child_without_rt(bool want_glibc, bool probe_first)
 	if (setrlimit(RLIMIT_RTPRIO, &zero) != 0 || setrlimit(RLIMIT_NICE, &zero) != 0 ||
 	    syscall(SYS_capget, &hdr, data) != 0)
 		return 10;
-	for (int i = 0; i < 2; i++)
-		data[i].effective = data[i].permitted = data[i].inheritable = 0;
-	if (syscall(SYS_capset, &hdr, data) != 0)
-		return 11;
+	if (userns) {
+		if (unshare(CLONE_NEWUSER) != 0 || syscall(SYS_capget, &hdr, data) != 0)
+			return 18;
+		if (!(data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
+			return 19;  /* the case is CAP_SYS_NICE shown, not honoured */
+	} else {
+		for (int i = 0; i < 2; i++)
+			data[i].effective = data[i].permitted = data[i].inheritable = 0;
+		if (syscall(SYS_capset, &hdr, data) != 0)
+			return 11;
+	}
 	if (syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &sp) != -1 || errno != EPERM)
 		return 12;  /* RT must really be refused here */
 	if (!probe_first && (caps_of_interposer() & PROXYLOCK_DONATE_RT))
-		return 13;  /* probed before we dropped it */
+		return 13;  /* probed before we dropped it, or believed capget */
+	if (userns && !probe_first && (caps_of_interposer() & PROXYLOCK_DONATE_NICE) &&
+	    setpriority(PRIO_PROCESS, 0, -1) != 0)
+		return 20;  /* nice claimed lendable, which the kernel refuses */
 	pi_mutex_init(&m);
 	if (kept_glibc_pi(&m) != want_glibc)
 		return 14;
@@ -1036,7 +1053,8 @@ static int pi_child_without_rt(bool want_glibc, bool probe_first)
 		void *ret;
 
 		pthread_create(&th, NULL, ep_holder, NULL);
-		usleep(5000);
+		while (!__atomic_load_n(&ep_held, __ATOMIC_ACQUIRE))
+			usleep(1000);  /* else we may take it first, and it waits for us for ever */
 		pthread_mutex_lock(&ep_lock);  /* lends nice -5: refused now */
 		pthread_mutex_unlock(&ep_lock);
 		pthread_join(th, &ret);
@@ -1046,14 +1064,14 @@ static int pi_child_without_rt(bool want_glibc, bool probe_first)
 	return 0;
 }
 
-static void pi_child_check(bool probe_first)
+static void pi_child_check(bool probe_first, bool userns)
 {
 	bool want_glibc = strcmp(pi_mode(), "proxy") != 0;
 	int status;
 	pid_t pid = fork();
 
 	if (pid == 0)
-		_exit(pi_child_without_rt(want_glibc, probe_first));
+		_exit(pi_child_without_rt(want_glibc, probe_first, userns));
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	              "PROXYLOCK_PI=%s: child failed at step %d (status %#x)", pi_mode(),
@@ -1062,7 +1080,7 @@ static void pi_child_check(bool probe_first)
 
 START_TEST(priority_inherit_stays_the_kernels_where_rt_cannot_be_lent)
 {
-	pi_child_check(false);
+	pi_child_check(false, false);
 }
 END_TEST
 
@@ -1070,7 +1088,22 @@ END_TEST
  * at each PI init from what the thread may do then. */
 START_TEST(priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe)
 {
-	pi_child_check(true);
+	pi_child_check(true, false);
+}
+END_TEST
+
+/* CAP_SYS_NICE in a user namespace other than the initial one (issue 29
+ * review): the kernel does not honour it, so neither the probe nor the
+ * check at each PI init may count it. */
+START_TEST(priority_inherit_stays_the_kernels_in_a_user_namespace_where_cap_sys_nice_does_not_count)
+{
+	pi_child_check(false, true);
+}
+END_TEST
+
+START_TEST(priority_inherit_stays_the_kernels_after_unsharing_the_user_namespace_past_the_probe)
+{
+	pi_child_check(true, true);
 }
 END_TEST
 
@@ -1103,6 +1136,8 @@ static Suite *preload_suite(void)
 	tcase_add_test(tc, priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent);
 	tcase_add_test(tc, priority_inherit_stays_the_kernels_where_rt_cannot_be_lent);
 	tcase_add_test(tc, priority_inherit_stays_the_kernels_after_a_privilege_drop_that_followed_the_probe);
+	tcase_add_test(tc, priority_inherit_stays_the_kernels_in_a_user_namespace_where_cap_sys_nice_does_not_count);
+	tcase_add_test(tc, priority_inherit_stays_the_kernels_after_unsharing_the_user_namespace_past_the_probe);
 	suite_add_tcase(s, tc);
 	return s;
 }

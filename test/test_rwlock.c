@@ -9,6 +9,7 @@
  */
 #include <limits.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "rwscenario.h"
@@ -914,6 +915,231 @@ START_TEST(a_converted_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is
 }
 END_TEST
 
+/*
+ * The same reader exits while a writer already waits on its hold: that
+ * writer queued when the reader was alive (and lent to it), so its queue
+ * keeps naming the reader's TID; later lend updates (the queued writer's
+ * rescans, readers queueing or timing out behind it) must ask again.
+ */
+static int dq_tid, dq_exit, dq_reuse_go, dq_reuse_stop;
+
+static void *dq_read_until_told(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&dq_tid, gettid_(), __ATOMIC_RELEASE);
+	if (proxylock_rwlock_rdlock(&dr_lock) != 0)
+		return (void *)1;
+	while (!__atomic_load_n(&dq_exit, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;  /* exits holding the lock */
+}
+
+static void dq_pin_to_cpu0(void)
+{
+	cpu_set_t zero;
+
+	CPU_ZERO(&zero);
+	CPU_SET(0, &zero);
+	syscall(SYS_sched_setaffinity, 0, sizeof(zero), &zero);
+}
+
+/* Pinned to CPU 0, waits for the write lock for good (the dead hold). */
+static void *dq_writer(void *arg)
+{
+	(void)arg;
+	dq_pin_to_cpu0();
+	return (void *)(intptr_t)proxylock_rwlock_wrlock(&dr_lock);
+}
+
+static void *dq_idle(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&dq_reuse_go, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&dq_reuse_stop, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	return NULL;
+}
+
+/* Pinned to CPU 0 at nice -5 (more than the first writer lends), timed
+ * read and write locks of 20 ms each, in turn: a reader queues behind
+ * the writer (NONRECURSIVE) or joins past it, a writer queues; each
+ * times out or leaves, and every step updates the queue's lend. */
+static void *dq_retries(void *arg)
+{
+	(void)arg;
+	dq_pin_to_cpu0();
+	setpriority(PRIO_PROCESS, 0, -5);
+	for (int i = 0; i < 6; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if ((i % 2 ? proxylock_rwlock_timedwrlock(&dr_lock, &ts) :
+		             proxylock_rwlock_timedrdlock(&dr_lock, &ts)) == 0)
+			proxylock_rwlock_unlock(&dr_lock);
+	}
+	return NULL;
+}
+
+/* The thread @tid (at nice 0, on CPUs {0, 1}) was lent something. */
+static bool dq_lent(pid_t tid)
+{
+	errno = 0;
+	return !dr_cpus_both(tid) || getpriority(PRIO_PROCESS, (id_t)tid) != 0;
+}
+
+static int dq_child(int kind)
+{
+	proxylock_rwlockattr_t attr;
+	pthread_t r, t, w, rd;
+	int lent = 0, tid;
+	cpu_set_t both;
+	void *ret;
+	FILE *f;
+
+	CPU_ZERO(&both);
+	CPU_SET(0, &both);
+	CPU_SET(1, &both);
+	if (syscall(SYS_sched_setaffinity, 0, sizeof(both), &both) != 0)
+		return 2;
+	proxylock_rwlockattr_init(&attr);
+	proxylock_rwlockattr_setkind(&attr, kind);
+	proxylock_rwlock_init(&dr_lock, &attr);
+	pthread_create(&r, NULL, dq_read_until_told, NULL);
+	while (!(__atomic_load_n(&dr_lock.__word, __ATOMIC_ACQUIRE) & 0x20000000u))
+		usleep(1000);  /* R's solo hold */
+	tid = __atomic_load_n(&dq_tid, __ATOMIC_ACQUIRE);
+	pthread_create(&w, NULL, dq_writer, NULL);
+	if (!eventually(!dr_cpus_both(tid), bound_ms(5000)))
+		return 3;  /* the queued writer never lent to the live R */
+	__atomic_store_n(&dq_exit, 1, __ATOMIC_RELEASE);
+	pthread_join(r, &ret);
+	if (ret)
+		return 4;
+	(void)eventually(__atomic_load_n(&dr_lock.__reserved0[0], __ATOMIC_RELAXED) == (uint32_t)tid,
+	                 bound_ms(3000));
+	f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+	if (!f || fprintf(f, "%d", tid - 1) < 0 || fclose(f) != 0)
+		return 6;
+	pthread_create(&t, NULL, dq_idle, NULL);
+	while (!__atomic_load_n(&dq_reuse_go, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	if (dq_lent(tid) || syscall(SYS_tgkill, getpid(), tid, 0) != 0)
+		return 7;  /* the new thread did not get R's TID */
+	pthread_create(&rd, NULL, dq_retries, NULL);
+	for (int i = 0; i < 100; i++) {
+		lent += dq_lent(tid);
+		usleep(2000);
+	}
+	pthread_join(rd, NULL);
+	lent += dq_lent(tid);
+	__atomic_store_n(&dq_reuse_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	return lent ? 20 + (lent < 99 ? lent : 99) : 0;  /* the writer still waits: _exit */
+}
+
+static void dq_check(int kind)
+{
+	int status;
+	pid_t pid;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pid = fork();
+	if (pid == 0) {
+		pid_t one;
+
+		if (unshare(CLONE_NEWPID) != 0)
+			_exit(90);
+		if ((one = fork()) == 0)
+			_exit(dq_child(kind));
+		_exit(waitpid(one, &status, 0) == one && WIFEXITED(status) ? WEXITSTATUS(status) : 91);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "child: %d (20 + n: in n samples of about 100 the thread given the dead "
+	              "reader's TID had been lent CPU 0 or nice -5; 90: unshare refused, needs root; else a "
+	              "setup step)",
+	              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+START_TEST(a_reader_that_exits_while_a_nonrecursive_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner)
+{
+	dq_check(PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE);
+}
+END_TEST
+
+START_TEST(a_reader_that_exits_while_a_prefer_reader_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner)
+{
+	dq_check(PROXYLOCK_RWLOCK_PREFER_READER);
+}
+END_TEST
+
+/* --- the cost of asking whether a lone reader still exists ----------- */
+
+static proxylock_rwlock_t cost_lock = PROXYLOCK_RWLOCK_INITIALIZER;
+
+/* read(2) calls this thread has made so far (the kernel's syscr). */
+static long reads_so_far(void)
+{
+	char line[128];
+	long n = -1;
+	FILE *f = fopen("/proc/thread-self/io", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "syscr: %ld", &n) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* 2000 timed write locks with a deadline already passed, each of which
+ * contends (and times out); returns the read(2) calls they made. */
+static void *cost_writer(void *arg)
+{
+	long before = reads_so_far(), after;
+	int timeouts = 0;
+
+	(void)arg;
+	for (int i = 0; i < 2000; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		timeouts += proxylock_rwlock_timedwrlock(&cost_lock, &ts) == ETIMEDOUT;
+	}
+	after = reads_so_far();
+	return (void *)(intptr_t)(timeouts == 2000 && before >= 0 ? after - before - 1 : -1);
+}
+
+/*
+ * The leader's lone read hold: a contended write lock asks whether the
+ * named reader still exists, and for the leader (a zombie after
+ * pthread_exit, so tgkill cannot tell) that is a read of /proc/self/stat.
+ * Its answer is kept 50 ms: 2000 contended calls read it a few times,
+ * not once (or twice) each.  Check runs each test in a child process, of
+ * which this thread is the leader.
+ */
+START_TEST(contended_write_locks_against_the_leaders_lone_read_hold_seldom_read_proc)
+{
+	pthread_t t;
+	void *reads;
+
+	ck_assert_int_eq(gettid_(), getpid());
+	ck_assert_msg(reads_so_far() >= 0, "no /proc/thread-self/io");
+	ck_assert_int_eq(proxylock_rwlock_rdlock(&cost_lock), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, cost_writer, NULL), 0);
+	pthread_join(t, &reads);
+	ck_assert_int_eq(proxylock_rwlock_unlock(&cost_lock), 0);
+	ck_assert_msg((intptr_t)reads >= 0 && (intptr_t)reads < 200,
+	              "2000 contended write locks made %ld read(2) calls (-1: a lock did not "
+	              "time out)", (long)(intptr_t)reads);
+}
+END_TEST
+
 static Suite *rwlock_suite(void)
 {
 	Suite *s = suite_create("rwlock");
@@ -949,8 +1175,11 @@ static Suite *rwlock_suite(void)
 	tcase_add_test(tc, a_reader_that_exits_holding_the_lock_leaves_the_others_exact);
 	tcase_add_test(tc, a_lone_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner);
 	tcase_add_test(tc, a_converted_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner);
+	tcase_add_test(tc, a_reader_that_exits_while_a_nonrecursive_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner);
+	tcase_add_test(tc, a_reader_that_exits_while_a_prefer_reader_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner);
 	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader);
 	tcase_add_test(tc, uncontended_read_and_write_paths_make_no_syscall);
+	tcase_add_test(tc, contended_write_locks_against_the_leaders_lone_read_hold_seldom_read_proc);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,7 +16,12 @@
  * (plk_rw_dead_reader, issue 29): set only for a lone reader that exited
  * holding, it stops lends to that TID and changes no word, queue, park
  * or hold, so no thread here is ever marked and lend_update is the
- * code's for live readers.
+ * code's for live readers.  So does the check that sets it
+ * (dead_reader_check: a waiter before its bucket holds, and a queued
+ * writer every rescan period, under PREFER_WRITER_NONRECURSIVE too while
+ * a lone reader is named): with every reader alive it takes no bucket,
+ * and the NONRECURSIVE writer's periodic wakes re-park, unmodelled, as
+ * any timed-out slice of a park does.
  *
  * The word is four variables changed together (one CAS): cnt (read
  * holds, counted or the solo one), wr (the writer's id, 0 none), solo

@@ -364,27 +364,55 @@ static void overlap_readers(pthread_rwlock_t *rw)
 	pthread_rwlock_unlock(rw);
 }
 
+/* Two other threads' read holds overlap on @arg (a rwlock): the first
+ * holds while the second reads and leaves.  Returns the first error. */
+static void *overlap_thread(void *arg)
+{
+	int e = pthread_rwlock_rdlock(arg);
+
+	if (e == 0) {
+		e = other(arg, RDLOCK_UNLOCK).err;
+		pthread_rwlock_unlock(arg);
+	}
+	return (void *)(intptr_t)e;
+}
+
+/* Readers of @rw other than the caller overlap (so that, under the
+ * interposer, the caller's next read hold is a counted one). */
+static void others_overlap(pthread_rwlock_t *rw)
+{
+	pthread_t th;
+
+	pthread_create(&th, NULL, overlap_thread, rw);
+	pthread_join(th, NULL);
+}
+
 /*
  * Destroy of a rwlock held by the caller (read: a lone hold, and one
  * among overlapping readers; write) or by a thread that exited holding
  * it (read, write) answers as glibc's; init then makes it new: the
- * caller and other threads read and write it as a fresh lock.
+ * caller and other threads read and write it as a fresh lock.  In
+ * "caller-read-counted-then-reinit-shared", other readers overlap on the new
+ * lock before the caller reads it, so that the caller's read is counted
+ * again (under the interposer: its read set, where the old lock's hold
+ * must not be found); the other writer only tries, so that a hold left
+ * behind shows as EBUSY, not a hang.
  */
 static void destroy_held_then_reinit(void)
 {
 	static const char *const how[] = { "caller-read", "caller-read-counted", "caller-write",
-	                                   "exited-reader", "exited-writer" };
+	                                   "exited-reader", "exited-writer", "caller-read-counted" };
 
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		pthread_rwlock_t rw;
 		pthread_t th;
 		char got[128], name[64];
 		int d, e, r[6];
 
 		pthread_rwlock_init(&rw, NULL);
-		if (i == 1)
+		if (i == 1 || i == 5)
 			overlap_readers(&rw);
-		if (i <= 1)
+		if (i <= 1 || i == 5)
 			pthread_rwlock_rdlock(&rw);
 		else if (i == 2)
 			pthread_rwlock_wrlock(&rw);
@@ -394,16 +422,19 @@ static void destroy_held_then_reinit(void)
 		}
 		d = pthread_rwlock_destroy(&rw);
 		e = pthread_rwlock_init(&rw, NULL);
+		if (i == 5)
+			others_overlap(&rw);
 		r[0] = pthread_rwlock_tryrdlock(&rw);
 		r[1] = pthread_rwlock_unlock(&rw);
-		r[2] = other(&rw, WRLOCK_UNLOCK).err;
+		r[2] = other(&rw, i == 5 ? TRYWR : WRLOCK_UNLOCK).err;
 		r[3] = other(&rw, RDLOCK_UNLOCK).err;
 		r[4] = pthread_rwlock_trywrlock(&rw);
 		r[5] = pthread_rwlock_unlock(&rw);
 		snprintf(got, sizeof(got), "%s %s rd %s %s other-wr %s other-rd %s wr %s %s",
 		         err_name(d), err_name(e), err_name(r[0]), err_name(r[1]), err_name(r[2]),
 		         err_name(r[3]), err_name(r[4]), err_name(r[5]));
-		snprintf(name, sizeof(name), "destroy-held-by-%s-then-reinit", how[i]);
+		snprintf(name, sizeof(name), "destroy-held-by-%s-then-reinit%s", how[i],
+		         i == 5 ? "-shared" : "");
 		expect(name, got, "0 0 rd 0 0 other-wr 0 other-rd 0 wr 0 0");
 		pthread_rwlock_destroy(&rw);
 	}
@@ -445,6 +476,58 @@ static void mutex_destroy_held(void)
 		       got, "EBUSY 0 0 0 0");
 		pthread_mutex_destroy(&m);
 	}
+}
+
+/* A condvar waiter: under the mutex, says it is ready, then waits for go. */
+struct cw {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int ready, go;
+};
+
+static void *cond_waiter(void *arg)
+{
+	struct cw *w = arg;
+
+	pthread_mutex_lock(&w->m);
+	w->ready = 1;
+	while (!w->go)
+		pthread_cond_wait(&w->c, &w->m);
+	pthread_mutex_unlock(&w->m);
+	return NULL;
+}
+
+/* Destroy of a mutex, free, that a thread waits on a condvar with: glibc
+ * says EBUSY (its __nusers counts the waiter) and leaves it as it was;
+ * once the waiter has left, destroy says 0. */
+static void mutex_destroy_with_cond_waiter(void)
+{
+	struct cw w = { .ready = 0, .go = 0 };
+	pthread_t th;
+	char got[64];
+	int d, f, ready = 0;
+
+	pthread_mutex_init(&w.m, NULL);
+	pthread_cond_init(&w.c, NULL);
+	pthread_create(&th, NULL, cond_waiter, &w);
+	/* Ready seen under the mutex: the waiter released it in its wait. */
+	while (!ready) {
+		pthread_mutex_lock(&w.m);
+		ready = w.ready;
+		pthread_mutex_unlock(&w.m);
+		if (!ready)
+			usleep(1000);
+	}
+	d = pthread_mutex_destroy(&w.m);
+	pthread_mutex_lock(&w.m);
+	w.go = 1;
+	pthread_cond_signal(&w.c);
+	pthread_mutex_unlock(&w.m);
+	pthread_join(th, NULL);
+	f = pthread_mutex_destroy(&w.m);
+	snprintf(got, sizeof(got), "%s %s", err_name(d), err_name(f));
+	expect("mutex-destroy-with-a-condvar-waiter", got, "EBUSY 0");
+	pthread_cond_destroy(&w.c);
 }
 
 /* PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP and the kind set by
@@ -549,6 +632,7 @@ int main(void)
 	destroy_and_misuse();
 	destroy_held_then_reinit();
 	mutex_destroy_held();
+	mutex_destroy_with_cond_waiter();
 	kinds();
 	process_shared();
 	printf("%s\n", failures ? "rwlock posix FAILED" : "rwlock posix ok");
