@@ -879,7 +879,10 @@ static int dr_child(bool converted)
 	return lent ? 20 + (lent < 99 ? lent : 99) : 0;
 }
 
-static void dr_check(bool converted)
+/* Run @child(@arg) as the first process of a new PID namespace, where
+ * ns_last_pid can hand a dead thread's TID to a new one; its exit code
+ * (90: unshare refused, needs root; 91: it did not exit). */
+static int in_new_pid_namespace(int (*child)(int), int arg)
 {
 	int status;
 	pid_t pid;
@@ -892,15 +895,26 @@ static void dr_check(bool converted)
 		if (unshare(CLONE_NEWPID) != 0)
 			_exit(90);
 		if ((one = fork()) == 0)
-			_exit(dr_child(converted));
+			_exit(child(arg));
 		_exit(waitpid(one, &status, 0) == one && WIFEXITED(status) ? WEXITSTATUS(status) : 91);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int dr_child_of(int converted)
+{
+	return dr_child(converted != 0);
+}
+
+static void dr_check(bool converted)
+{
+	int code = in_new_pid_namespace(dr_child_of, converted);
+
+	ck_assert_msg(code == 0,
 	              "child: %d (20 + n: in n samples of about 150 the thread given the dead "
 	              "reader's TID had been lent CPU 0; 90: unshare refused, needs root; else a "
-	              "setup step)",
-	              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	              "setup step)", code);
 }
 
 START_TEST(a_lone_reader_that_exited_holding_the_lock_is_not_lent_to_nor_is_its_tids_next_owner)
@@ -926,6 +940,11 @@ static int dq_tid, dq_exit, dq_reuse_go, dq_reuse_stop;
 static void *dq_read_until_told(void *arg)
 {
 	(void)arg;
+	/* At nice 1, so that the nice-0 writer outranks it and lends it CPU
+	 * 0 (lend.c's rule), once its base copy is old enough to be read
+	 * again (PLK_BASE_TTL_NS). */
+	setpriority(PRIO_PROCESS, 0, 1);
+	usleep(2000);
 	__atomic_store_n(&dq_tid, gettid_(), __ATOMIC_RELEASE);
 	if (proxylock_rwlock_rdlock(&dr_lock) != 0)
 		return (void *)1;
@@ -1044,26 +1063,12 @@ static int dq_child(int kind)
 
 static void dq_check(int kind)
 {
-	int status;
-	pid_t pid;
+	int code = in_new_pid_namespace(dq_child, kind);
 
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	pid = fork();
-	if (pid == 0) {
-		pid_t one;
-
-		if (unshare(CLONE_NEWPID) != 0)
-			_exit(90);
-		if ((one = fork()) == 0)
-			_exit(dq_child(kind));
-		_exit(waitpid(one, &status, 0) == one && WIFEXITED(status) ? WEXITSTATUS(status) : 91);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	ck_assert_msg(code == 0,
 	              "child: %d (20 + n: in n samples of about 100 the thread given the dead "
 	              "reader's TID had been lent CPU 0 or nice -5; 90: unshare refused, needs root; else a "
-	              "setup step)",
-	              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	              "setup step)", code);
 }
 
 START_TEST(a_reader_that_exits_while_a_nonrecursive_writer_waits_is_not_lent_to_nor_is_its_tids_next_owner)
