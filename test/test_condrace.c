@@ -161,10 +161,7 @@ static void *wait_for_flag(void *arg)
  */
 START_TEST(a_handlers_deferred_signal_wakes_the_thread_blocked_when_it_was_called)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan runs signal handlers where it chooses, not inside the section they should interrupt\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan runs signal handlers where it chooses, not inside the section they should interrupt");
 	struct sigaction sa = { .sa_handler = signal_b };
 	struct sched_param sp = { .sched_priority = 10 };
 	struct plk_bucket *b;
@@ -230,10 +227,7 @@ PLK_HIDDEN extern bool plk_fork_hooks_installed;
  * wrapped, and every later signal there was deferred for ever). */
 START_TEST(after_a_fork_from_a_handler_inside_an_internal_lock_the_childs_signals_still_wake)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan runs signal handlers where it chooses, not inside the section they should interrupt\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan runs signal handlers where it chooses, not inside the section they should interrupt");
 	struct sigaction sa = { .sa_handler = fork_in_handler };
 	struct plk_bucket *b;
 	int status;
@@ -290,10 +284,7 @@ static void *take_and_release(void *arg)
  * this one overflowed). */
 START_TEST(deferred_signals_run_one_after_another_on_a_small_stack)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan runs signal handlers where it chooses, not inside the section they should interrupt\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan runs signal handlers where it chooses, not inside the section they should interrupt");
 	struct sigaction sa = { .sa_handler = signal_next };
 	pthread_t w[NDEFER], v;
 	struct plk_bucket *b;

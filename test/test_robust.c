@@ -393,10 +393,7 @@ static int bare_child_dead_owner(void)
 
 START_TEST(after_Fork_a_thread_made_in_the_child_that_exits_holding_a_lock_is_a_dead_owner)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan's state in a child no fork handler of its own saw is the parent's\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan's state in a child no fork handler of its own saw is the parent's");
 	int status;
 	pid_t child;
 
@@ -421,20 +418,14 @@ END_TEST
  */
 START_TEST(after_Fork_the_survivors_locks_are_never_taken_as_a_dead_owners)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan's state in a child no fork handler of its own saw is the parent's\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan's state in a child no fork handler of its own saw is the parent's");
 	check_bare_fork(BARE_FORK_LIBC);
 }
 END_TEST
 
 START_TEST(after_a_raw_fork_syscall_the_survivors_locks_are_never_taken_as_a_dead_owners)
 {
-#ifdef __SANITIZE_THREAD__
-	fprintf(stderr, "SKIP under TSan: TSan's state in a child no fork handler of its own saw is the parent's\n");
-	return;
-#endif
+	SKIP_UNDER_TSAN("TSan's state in a child no fork handler of its own saw is the parent's");
 	check_bare_fork(BARE_FORK_SYSCALL);
 }
 END_TEST
