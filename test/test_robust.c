@@ -8,6 +8,7 @@
  * threads really return, are cancelled, or vanish across fork.
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -285,7 +286,13 @@ enum bare_fork { BARE_FORK_LIBC, BARE_FORK_SYSCALL };
 
 static pid_t bare_fork(enum bare_fork how)
 {
-	return how == BARE_FORK_LIBC ? _Fork() : (pid_t)syscall(SYS_fork);
+	if (how == BARE_FORK_LIBC)
+		return _Fork();
+#ifdef SYS_fork
+	return (pid_t)syscall(SYS_fork);
+#else
+	return (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);  /* arm64 has no fork(2): clone's */
+#endif
 }
 
 /* Another thread of the calling process tries @m for 200 ms: its result. */
