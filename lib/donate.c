@@ -469,6 +469,7 @@ bool plk_donate_fork_prepare(struct plk_donate_fork_copy *copy)
 
 	if (!me)
 		return false;
+	(void)plk_config();  /* read now, not by recompute under the lock (pthread_once: I5) */
 	plk_ilock_lock(&me->lock);
 	if (!plk_thread_token_wait(me, tid))
 		return false;
