@@ -22,10 +22,14 @@
  * all, and then nothing is shown either way.
  * Linked against the internal archive to check that A and B share a
  * bucket in the library itself, not only in bucketinv.h's copy of its
- * hash.  Needs 2 CPUs and root (nice 19 -> 0 lends need CAP_SYS_NICE
- * only for the nice kind; affinity lends need nothing).  P runs
- * SCHED_IDLE: a waiter lends CPUs only to a holder it outranks (lend.c),
- * and W is nice 19.
+ * hash.  Needs 2 CPUs.  P runs at nice 0, so W (nice 19) outranks it
+ * in nothing and, under the rule that lending never hurts (lend.c), its
+ * slow path computes the queue's lend under A's bucket but makes no
+ * scheduler call: the property checked is that a weak thread preempted
+ * in that slow path still does not stall the bucket's other locks (that
+ * no syscall runs under an internal lock is the lockcheck build's to
+ * check).  A SCHED_IDLE P, which W would outrank, is itself a weak thread
+ * in the slow path, stalled by this very test's other threads.
  */
 #include "helpers.h"
 #include "bucketinv.h"
@@ -56,7 +60,7 @@ static void run_round(bool active, bool split, struct pool *p)
 {
 	s.weak_active = active;
 	s.weak_idle = false;
-	s.partner_idle = true;  /* W (nice 19) lends only to a P it outranks */
+	s.partner_idle = false;
 	s.split = split;
 	s.hogs = 1;
 	s.ms = ROUND_MS;
@@ -99,9 +103,9 @@ START_TEST(a_weak_thread_preempted_in_the_slow_path_does_not_stall_its_buckets_o
 	       (double)binv_pct(active_pool.v, active_pool.n, 100) / 1000,
 	       (double)bound / 1000, (unsigned long long)active_pool.lends,
 	       (unsigned long long)active_pool.calls);
-	/* The scenario did run the donation slow path under A's bucket. */
-	ck_assert_msg(active_pool.lends > 0 && active_pool.calls > 0,
-	              "the weak thread never lent: scenario broken");
+	/* The scenario did run the donation slow path under A's bucket
+	 * (contended acquisitions of A by W). */
+	ck_assert_msg(active_pool.lends > 0, "the weak thread never waited on A: scenario broken");
 	ck_assert_msg(active <= bound,
 	              "B's p99 delay %.1f ms with the weak thread active > bound %.1f ms"
 	              " (baseline p99 %.2f ms): a preempted thread held the bucket",
