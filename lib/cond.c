@@ -783,13 +783,26 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	return ret;
 }
 
+/* With waiters: errno as it was on entry (a handler may call it, and a
+ * lend's scheduler call or a futex call may set it). */
+static void cond_wake_queued(proxylock_cond_t *c, bool all);
+
 void plk_cond_wake(proxylock_cond_t *c, bool all)
+{
+	int saved;
+
+	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
+		return;
+	saved = errno;
+	cond_wake_queued(c, all);
+	errno = saved;
+}
+
+static void cond_wake_queued(proxylock_cond_t *c, bool all)
 {
 	uintptr_t mu;
 	int moved = MOVE_WAKE;
 
-	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE) == 0)
-		return;
 	/* A signal handler that interrupted its own thread inside one of our
 	 * internal critical sections: no bucket may be taken here. */
 	if (__builtin_expect(__atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0, 0)) {
