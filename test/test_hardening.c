@@ -348,8 +348,9 @@ START_TEST(a_thousand_threads_cancelled_in_lock_and_cond_waits_leave_no_trace)
 			ck_assert_int_eq(pthread_create(&t[i], NULL, i % 2 ? storm_waiter : storm_locker,
 			                                &s), 0);
 		ck_assert(eventually(__atomic_load_n(&s.started, __ATOMIC_ACQUIRE) == n, 20000));
-		/* The lockers are blocked: they lend us their CPU. */
-		ck_assert_msg(eventually(affinity_is(0, s.cpu, -1), 5000),
+		/* The lockers are blocked: they lend us their CPU (joined to
+		 * our CPU 0 where it has more capacity than theirs: lend.c). */
+		ck_assert_msg(eventually(affinity_is(0, s.cpu, -1) || affinity_is(0, 0, s.cpu), 5000),
 		              "the holder was not lent the waiters' CPU");
 		for (int i = 0; i < n; i++)
 			ck_assert_int_eq(pthread_cancel(t[i]), 0);
