@@ -91,6 +91,12 @@ START_TEST(a_signaller_that_saw_a_waiter_never_touches_the_mutex_freed_after_it_
 	pthread_t w, s;
 	struct plk_bucket *bm;
 
+	if (under_valgrind()) {
+		/* Memcheck runs one thread at a time: the signaller did not
+		 * reach the held bucket within the bound there (seen at c8ee435). */
+		fprintf(stderr, "SKIP under Valgrind: the race is held open by timing\n");
+		return;
+	}
 	pagesz = sysconf(_SC_PAGESIZE);
 	page = mmap(NULL, (size_t)pagesz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(page, MAP_FAILED);
