@@ -117,7 +117,6 @@ static __thread struct lockstat *spare __attribute__((tls_model("initial-exec"))
 static int report_fd = -1;  /* a copy of stderr taken at load, or -1: see the top */
 /* PROXYLOCK_STATS_FILE, taken when counting starts (the program may
  * change its environment before it exits); NULL: the table on stderr. */
-static char json_file_buf[4096];
 static const char *json_file;
 
 /* A 64-bit finaliser (MurmurHash3's fmix64): every bit of the address
@@ -820,14 +819,8 @@ static const struct plk_observer_ops lockstat_ops = {
 
 void plk_lockstat_enable(void)
 {
-	if ((json_file = plk_env("PROXYLOCK_STATS_FILE")) != NULL) {
-		size_t len = strlen(json_file);
-
-		if (len > 0 && len < sizeof(json_file_buf))
-			json_file = memcpy(json_file_buf, json_file, len + 1);
-		else
-			json_file = NULL;  /* empty; too long: the table, as without */
-	}
+	/* Copied when the settings were read (config.c), at load. */
+	json_file = plk_config()->stats_file[0] ? plk_config()->stats_file : NULL;
 	/* The first level and slab now, while memory is there: a program
 	 * that caps its address space later still has its first locks
 	 * counted. */

@@ -3,11 +3,13 @@
  * proxylock - run a program under the interposer, and say what this
  * kernel and these privileges let the library lend.  See proxylock(1).
  *
- *   proxylock run [--stats[=FILE]] [--donate=KINDS] [--affinity=POLICY]
- *                 [--handoff-us=N] [--] PROGRAM [ARG...]
+ *   proxylock run [--stats[=all|FILE]] [--sort=KEY] [--top=N] [--report-signal=SIG]
+ *                 [--donate=KINDS] [--affinity=POLICY] [--handoff-us=N]
+ *                 [--] PROGRAM [ARG...]
  *   proxylock caps
  *
- * run sets the documented environment variables and LD_PRELOAD, then
+ * run checks each option with the library's own parser (config.c), sets
+ * the documented environment variables and LD_PRELOAD, then
  * execs PROGRAM in its own place: its PID, exit status, signals and stdio
  * are the program's.  The interposer is found relative to this binary
  * (PLK_PRELOAD_REL, baked in by meson: libdir as seen from bindir), or
@@ -43,6 +45,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "proxylock.h"
 
 #ifndef PLK_PRELOAD_REL
@@ -56,9 +59,11 @@ enum { EXIT_USAGE = 2, EXIT_OURS = 125, EXIT_CANNOT = 126, EXIT_NOTFOUND = 127 }
 
 static void usage(FILE *f)
 {
-	fputs("usage: proxylock run [--stats[=FILE.json]] [--donate=KINDS] "
-	      "[--affinity=waiters|union|node]\n"
-	      "                     [--handoff-us=N] [--] PROGRAM [ARG...]\n"
+	fputs("usage: proxylock run [--stats[=all|FILE.json]] [--sort=wait|contended|held|donations]\n"
+	      "                     [--top=N] [--report-signal=SIG] [--donate=KINDS]\n"
+	      "                     [--affinity=waiters|union|node] [--handoff-us=N]\n"
+	      "                     [--] PROGRAM [ARG...]\n"
+	      "       proxylock report PID\n"
 	      "       proxylock caps\n"
 	      "       proxylock --help | --version\n"
 	      "KINDS: a comma-separated list of uclamp, affinity, nice, rt, or all, or none.\n"
@@ -76,36 +81,17 @@ static int bad_usage(const char *fmt, const char *arg)
 
 /* --- run --------------------------------------------------------------- */
 
-static bool valid_kinds(const char *s)
+/*
+ * @value for PROXYLOCK_@name, checked by the library's own parser
+ * (config.c): NULL if it takes it, else what it takes.  So the tool
+ * refuses exactly what the library would not take, and takes all it does.
+ */
+static const char *setting_refused(const char *name, const char *value)
 {
-	static const char *const names[] = { "uclamp", "affinity", "nice", "rt", "all", "none" };
+	struct plk_config scratch;
 
-	if (!*s)
-		return false;
-	for (;;) {
-		size_t len = strcspn(s, ",");
-		bool ok = false;
-
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-			ok |= strlen(names[i]) == len && strncmp(s, names[i], len) == 0;
-		if (!ok)
-			return false;
-		if (!s[len])
-			return true;
-		s += len + 1;
-	}
-}
-
-static bool valid_uint(const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	return errno == 0 && *end == 0 && v <= UINT64_MAX / 1000;
+	plk_config_defaults(&scratch);
+	return plk_setting_parse(name, value, &scratch);
 }
 
 /* The interposer: $PROXYLOCK_PRELOAD, or PLK_PRELOAD_REL from here. */
@@ -251,19 +237,35 @@ static int set_preload(const char *so)
 	return setenv("LD_PRELOAD", so, 1) ? errno : 0;
 }
 
+/* A run option that is a setting: its variable (after PROXYLOCK_) and
+ * value, checked by the library's parser. */
+struct run_setting {
+	const char *option, *name, *value;
+};
+
 static int cmd_run(int argc, char **argv)
 {
-	enum { O_STATS = 1, O_DONATE, O_AFFINITY, O_HANDOFF };
+	enum { O_STATS = 1, O_DONATE, O_AFFINITY, O_HANDOFF, O_SORT, O_TOP, O_SIGNAL };
 	static const struct option opts[] = {
 		{ "stats", optional_argument, NULL, O_STATS },
 		{ "donate", required_argument, NULL, O_DONATE },
 		{ "affinity", required_argument, NULL, O_AFFINITY },
 		{ "handoff-us", required_argument, NULL, O_HANDOFF },
+		{ "sort", required_argument, NULL, O_SORT },
+		{ "top", required_argument, NULL, O_TOP },
+		{ "report-signal", required_argument, NULL, O_SIGNAL },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *stats = NULL, *donate = NULL, *affinity = NULL, *handoff = NULL;
+	/* In the order of the enum, from O_DONATE. */
+	struct run_setting set[] = {
+		{ "donate", "DONATE", NULL }, { "affinity", "AFFINITY", NULL },
+		{ "handoff-us", "HANDOFF_US", NULL }, { "sort", "STATS_SORT", NULL },
+		{ "top", "STATS_TOP", NULL }, { "report-signal", "STATS_SIGNAL", NULL },
+	};
+	const char *stats = NULL, *stats_file = NULL, *refused;
 	char so[PATH_MAX], prog[PATH_MAX], what[PATH_MAX + 64], cwd[PATH_MAX], *file = NULL;
+	char var[64];
 	struct stat st;
 	int c, err;
 
@@ -275,24 +277,28 @@ static int cmd_run(int argc, char **argv)
 		case O_STATS:
 			if (optarg && !*optarg)
 				return bad_usage("--stats=: the file name is missing%s", "");
-			stats = optarg ? optarg : "";
+			if (!optarg)
+				stats = stats ? stats : "1";
+			else if (strcmp(optarg, "all") == 0)
+				stats = "all";  /* a file named all: --stats=./all */
+			else
+				stats_file = optarg;
 			break;
-		case O_DONATE:
-			if (!valid_kinds(optarg))
-				return bad_usage("--donate=%s: not a list of uclamp, affinity, nice, rt, "
-				                 "all, none", optarg);
-			donate = optarg;
+		case O_DONATE: case O_AFFINITY: case O_HANDOFF: case O_SORT: case O_TOP: case O_SIGNAL: {
+			struct run_setting *r = &set[c - O_DONATE];
+
+			if ((refused = setting_refused(r->name, optarg)) != NULL) {
+				fprintf(stderr, "proxylock: --%s=%s: it takes %s\n", r->option, optarg,
+				        refused);
+				usage(stderr);
+				return EXIT_USAGE;
+			}
+			r->value = optarg;
+			/* The report's options ask for the report. */
+			if (c >= O_SORT && !stats)
+				stats = "1";
 			break;
-		case O_AFFINITY:
-			if (strcmp(optarg, "waiters") && strcmp(optarg, "union") && strcmp(optarg, "node"))
-				return bad_usage("--affinity=%s: waiters, union or node", optarg);
-			affinity = optarg;
-			break;
-		case O_HANDOFF:
-			if (!valid_uint(optarg))
-				return bad_usage("--handoff-us=%s: a number of microseconds", optarg);
-			handoff = optarg;
-			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -302,6 +308,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bad_usage("run: no program%s", "");
+	if (stats_file && !stats)
+		stats = "1";
 
 	err = find_preload(so, sizeof(so));
 	if (err) {
@@ -333,27 +341,46 @@ static int cmd_run(int argc, char **argv)
 		return EXIT_CANNOT;
 	}
 
-	if (stats && *stats) {
+	if (stats_file) {
 		/* The program may chdir before it exits: the file, whole. */
-		if (stats[0] == '/') {
-			file = strdup(stats);
+		if (stats_file[0] == '/') {
+			file = strdup(stats_file);
 		} else if (getcwd(cwd, sizeof(cwd))) {
-			if (asprintf(&file, "%s/%s", cwd, stats) < 0)
+			if (asprintf(&file, "%s/%s", cwd, stats_file) < 0)
 				file = NULL;
 		} else {
-			fprintf(stderr, "proxylock: --stats=%s: %s\n", stats, strerror(errno));
+			fprintf(stderr, "proxylock: --stats=%s: %s\n", stats_file, strerror(errno));
 			return EXIT_OURS;
 		}
-		if (!file || setenv("PROXYLOCK_STATS_FILE", file, 1)) {
+		if (!file) {
+			perror("proxylock");
+			return EXIT_OURS;
+		}
+		if ((refused = setting_refused("STATS_FILE", file)) != NULL) {
+			fprintf(stderr, "proxylock: --stats=%s: it takes %s\n", stats_file, refused);
+			return EXIT_USAGE;
+		}
+		/* No report overwrites a file (lockstat.c): a name without %p
+		 * that is already taken would only get PID-named reports. */
+		if (!strstr(file, "%p") && lstat(file, &st) == 0) {
+			fprintf(stderr, "proxylock: --stats=%s: %s exists; remove it, or put %%p (the "
+			        "process ID) in the name\n", stats_file, file);
+			free(file);
+			return EXIT_USAGE;
+		}
+		if (setenv("PROXYLOCK_STATS_FILE", file, 1)) {
 			perror("proxylock");
 			return EXIT_OURS;
 		}
 		free(file);
 	}
-	if ((stats && setenv("PROXYLOCK_STATS", "1", 1)) ||
-	    (donate && setenv("PROXYLOCK_DONATE", donate, 1)) ||
-	    (affinity && setenv("PROXYLOCK_AFFINITY", affinity, 1)) ||
-	    (handoff && setenv("PROXYLOCK_HANDOFF_US", handoff, 1)) || (err = set_preload(so))) {
+	err = 0;
+	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]) && !err; i++) {
+		snprintf(var, sizeof(var), "PROXYLOCK_%s", set[i].name);
+		if (set[i].value && setenv(var, set[i].value, 1))
+			err = errno;
+	}
+	if (err || (stats && setenv("PROXYLOCK_STATS", stats, 1)) || (err = set_preload(so))) {
 		fprintf(stderr, "proxylock: setting the environment: %s\n", strerror(err ? err : errno));
 		return EXIT_OURS;
 	}

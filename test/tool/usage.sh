@@ -38,6 +38,11 @@ expect 2 'handoff-us=-1' run --handoff-us=-1 $run
 expect 2 'handoff-us=10x' run --handoff-us=10x $run
 expect 2 'handoff-us' run --handoff-us $run
 expect 2 'file name is missing' run --stats= $run
+expect 2 'sort=time: it takes contended, wait, held or donations' run --sort=time $run
+expect 2 'top=0: it takes' run --top=0 $run
+expect 2 'report-signal=KILL: it takes' run --report-signal=KILL $run
+touch "$d/taken.json"
+expect 2 'taken.json exists; remove it, or put %p' run --stats="$d/taken.json" $run
 expect 2 'no program' run --stats
 expect 2 'no program' run --
 expect 2 'no arguments' caps extra
@@ -63,4 +68,29 @@ LD_PRELOAD=$other "$tool" run sh -c 'echo "$LD_PRELOAD"' >"$d/out" 2>"$d/err"
 [ "$(cat "$d/out")" = "$PROXYLOCK_PRELOAD:$other" ] && grep -q 'LD_PRELOAD already holds' "$d/err" &&
 	echo "ok - an LD_PRELOAD already set is said and kept after the interposer" ||
 	{ echo "not ok - LD_PRELOAD=$other: '$(cat "$d/out")' / '$(cat "$d/err")'"; fail=1; }
+# The tool and the library take the same values (one parser, config.c):
+# an option the tool takes is a variable the library reads silently, and
+# one it refuses the library refuses with a line naming the variable.
+agree() {  # agree OPTION VARIABLE VALUE...
+	opt=$1 var=$2 bad=0
+	shift 2
+	for v in "$@"; do
+		"$tool" run "--$opt=$v" true >/dev/null 2>&1
+		rc=$?
+		env "$var=$v" "$tool" run true 2>"$d/lib.err"
+		if grep -q "^proxylock: $var=.* not understood" "$d/lib.err"; then by_lib=refuses; else by_lib=takes; fi
+		if [ $rc -eq 0 ]; then by_tool=takes; else by_tool=refuses; fi
+		if [ $by_tool != $by_lib ]; then
+			echo "not ok - --$opt=$v: the tool $by_tool it, the library $by_lib it ($(cat "$d/lib.err"))"
+			bad=1 fail=1
+		fi
+	done
+	[ $bad = 1 ] || echo "ok - --$opt and $var take the same values: $*"
+}
+agree donate PROXYLOCK_DONATE nice NICE nice,rt nice, none none,rt all garbage
+agree affinity PROXYLOCK_AFFINITY union Union node waiters x
+agree handoff-us PROXYLOCK_HANDOFF_US 0 250 99999999999999999999 -1 10x abc
+agree sort PROXYLOCK_STATS_SORT wait held contended donations time
+agree top PROXYLOCK_STATS_TOP 1 25 0 x
+agree report-signal PROXYLOCK_STATS_SIGNAL USR1 SIGUSR2 RTMIN+2 none KILL INT
 exit $fail
