@@ -390,7 +390,7 @@ static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespe
 			break;  /* others are seen queued: do not barge past them by spinning */
 		plk_cpu_relax_times(pauses);
 	}
-	plk_stat_inc(contended);
+	plk_stat_contended();
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
 	me = plk_thread_self();
@@ -419,7 +419,7 @@ bool plk_mutex_abandon_wait(proxylock_mutex_t *m, struct plk_thread *me)
 
 int plk_mutex_lock_requeued(proxylock_mutex_t *m, struct plk_thread *me)
 {
-	plk_stat_inc(contended);
+	plk_stat_contended();
 	return lock_block(m, me, plk_tid(), CLOCK_REALTIME, NULL, true, true);
 }
 

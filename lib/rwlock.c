@@ -1006,7 +1006,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 	if (published)
 		rd_hold_retract(&h);
 	if (!try) {
-		plk_stat_inc(contended);
+		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
 		if (!(me = plk_thread_self())) {
@@ -1131,7 +1131,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_cpu_relax();
 	}
 	if (!try) {
-		plk_stat_inc(contended);
+		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
 		if (!(me = plk_thread_self()))

@@ -15,6 +15,7 @@
 #include "wipeonfork.h"
 
 union plk_stats_page plk_stats_page __attribute__((aligned(4096)));
+__thread uint32_t plk_tls_contended __attribute__((tls_model("initial-exec")));
 static bool stats_wipe_on_fork;
 
 void proxylock_stats_get(struct proxylock_stats *out)
