@@ -69,10 +69,13 @@
 #include "lockstat.h"
 #include "lockword.h"
 #include "mutex.h"
+#include "observe.h"
 #include "preload.h"
 #include "registry.h"
+#include "report.h"
 #include "rwlockword.h"
 #include "schedctl.h"
+#include "stats.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))
 
@@ -354,8 +357,11 @@ static void slow_depth_leave(void *arg)
 static __attribute__((constructor)) void preload_init(void)
 {
 	slow_depth++;
-	if (plk_config()->stats)
+	if (plk_config()->stats) {
 		plk_lockstat_enable();
+		/* The dead-owner lines go where the text report goes. */
+		plk_observe_say_to(plk_report_install());
+	}
 	plk_real();
 	careful_window_publish();
 	plk_sched_probe_places();
@@ -488,6 +494,30 @@ static int glibc_lock_op(pthread_mutex_t *pm, enum lock_op op, clockid_t clock,
 	}
 }
 
+/*
+ * Stats (PROXYLOCK_STATS, lockstat.h): contended is "found held by
+ * another thread" (the word, as the fast path failed or, for a timed
+ * call, as peeked before it) or "the core went to its slow path" (its
+ * per-thread count moved during the call: a lock freed between the peek
+ * and the core's own try, then taken by another first).  The same rule
+ * for every kind of call, so that a timed lock's waits count as a
+ * lock's do.
+ */
+static bool found_held(uint32_t w)
+{
+	return w != 0 && !plk_owned_by_self(w, plk_tid());
+}
+
+/* Count the acquisition, outside our slow paths (nested locks are not). */
+static void count_mutex(pthread_mutex_t *pm, uintptr_t ra, int err, bool contended, uint64_t t0)
+{
+	if (!plk_lockstat_on || slow_depth)
+		return;
+	slow_depth++;  /* a new row maps a slab (no allocation, but a system call) */
+	plk_lockstat_mutex(pm, ra, err, contended, t0, ((proxylock_mutex_t *)pm)->__count == 0);
+	slow_depth--;
+}
+
 /* Lock with everything checked and, if PROXYLOCK_STATS is on, counted. */
 static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uintptr_t ra,
                                                         enum lock_op op, clockid_t clock,
@@ -496,26 +526,24 @@ static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uin
 	proxylock_mutex_t *m = (proxylock_mutex_t *)pm;
 	bool contended = false;
 	uint64_t t0 = 0;
+	uint32_t core;
 	int err;
 
 	if (caller_is_urcu(ra) || mutex_is_glibc(pm))
 		return glibc_lock_op(pm, op, clock, abstime);
 	if (op == OP_TRY) {
 		err = proxylock_mutex_trylock(m);
-	} else if (op == OP_TIMED) {
-		err = lock_slow(m, true, clock, abstime);
-	} else if (plk_mutex_lock_fast(m)) {
+	} else if (op == OP_LOCK && plk_mutex_lock_fast(m)) {
 		err = 0;
 	} else {
-		contended = !plk_owned_by_self(plk_word(m), plk_tid());
-		t0 = plk_now_ns();
-		err = lock_slow(m, false, CLOCK_REALTIME, NULL);
+		contended = op == OP_LOCK ? !plk_owned_by_self(plk_word(m), plk_tid())
+		                          : found_held(plk_word(m));
+		core = plk_tls_contended;
+		t0 = plk_lockstat_on ? plk_now_ns() : 0;
+		err = lock_slow(m, op == OP_TIMED, clock, abstime);
+		contended |= plk_tls_contended != core;
 	}
-	if (err == 0 && plk_lockstat_on && !slow_depth) {
-		slow_depth++;  /* a new row maps a slab (no allocation, but a system call) */
-		plk_lockstat_mutex(pm, contended, contended ? plk_now_ns() - t0 : 0);
-		slow_depth--;
-	}
+	count_mutex(pm, ra, err, contended, t0);
 	return err;
 }
 
@@ -525,6 +553,12 @@ static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm, u
 
 	if (caller_is_urcu(ra) || mutex_is_glibc(pm))
 		return plk_real()->mutex_unlock(pm);
+	/* The hold ends (not a recursive unlock; nor one that fails). */
+	if (plk_lockstat_on && !slow_depth && m->__count == 0 && plk_word(m) != 0) {
+		slow_depth++;
+		plk_lockstat_mutex_release(pm);
+		slow_depth--;
+	}
 	return plk_mutex_unlock_fast(m) ? 0 : unlock_slow(m);
 }
 
@@ -557,6 +591,11 @@ PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t
 		return plk_real()->mutex_init(pm, attr);
 	memset(pm, 0, sizeof(*pm));
 	((proxylock_mutex_t *)pm)->__flags = (uint32_t)type & PLK_TYPE_MASK;
+	if (plk_lockstat_on && !slow_depth) {
+		slow_depth++;
+		plk_lockstat_init(pm, RETURN_ADDRESS(), false);
+		slow_depth--;
+	}
 	return 0;
 }
 
@@ -692,9 +731,11 @@ static int shared_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t cl
 	return err;
 }
 
-static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
+static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, uintptr_t ra, clockid_t clock,
                          const struct timespec *abstime)
 {
+	bool counted;
+	uint32_t core;
 	int err;
 
 	if (plk_lockstat_on && !slow_depth) {
@@ -710,6 +751,16 @@ static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock
 			               : plk_real()->cond_wait(c, pm);
 		return shared_cond_wait(c, pm, clock, abstime);
 	}
+	/* With stats, the wait ends the mutex's hold, and the core's
+	 * re-acquisition is one of its acquisitions (contended if the core
+	 * took its slow path: the wait's time is the condvar's). */
+	counted = plk_lockstat_on && !slow_depth && !mutex_is_glibc(pm);
+	if (counted && ((proxylock_mutex_t *)pm)->__count == 0) {
+		slow_depth++;
+		plk_lockstat_mutex_release(pm);
+		slow_depth--;
+	}
+	core = plk_tls_contended;
 	/* Its first wait may probe the kernel's caps (which allocates).  A
 	 * wait is a cancellation point: the depth comes back down then too. */
 	slow_depth++;
@@ -717,6 +768,9 @@ static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock
 	err = plk_cond_wait((proxylock_cond_t *)c, pm, mutex_is_glibc(pm) ? &glibc_mutex_ops : NULL,
 	                    clock, abstime);
 	pthread_cleanup_pop(1);
+	if (counted)
+		count_mutex(pm, ra, err == ETIMEDOUT ? 0 : err, plk_tls_contended != core,
+		            0);
 	return err;
 }
 
@@ -747,7 +801,7 @@ PLK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm)
 {
 	if (caller_is_urcu(RETURN_ADDRESS()))
 		return plk_real()->cond_wait(c, pm);
-	return cond_wait_any(c, pm, plk_cond_clock((proxylock_cond_t *)c), NULL);
+	return cond_wait_any(c, pm, RETURN_ADDRESS(), plk_cond_clock((proxylock_cond_t *)c), NULL);
 }
 
 PLK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *pm,
@@ -758,7 +812,7 @@ PLK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *pm,
 	if (!abstime)
 		return EINVAL;
 	/* glibc keeps its clock bit where we keep ours: right for both. */
-	return cond_wait_any(c, pm, plk_cond_clock((proxylock_cond_t *)c), abstime);
+	return cond_wait_any(c, pm, RETURN_ADDRESS(), plk_cond_clock((proxylock_cond_t *)c), abstime);
 }
 
 PLK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
@@ -768,7 +822,7 @@ PLK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, cl
 		return real_clockwait(c, pm, clock, abstime);
 	if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
 		return EINVAL;
-	return cond_wait_any(c, pm, clock, abstime);
+	return cond_wait_any(c, pm, RETURN_ADDRESS(), clock, abstime);
 }
 
 PLK_EXPORT int pthread_cond_signal(pthread_cond_t *c)
@@ -934,7 +988,8 @@ static __attribute__((noinline)) int rw_lock_slow(proxylock_rwlock_t *rw, bool w
 	return err;
 }
 
-/* Lock with everything checked and, if PROXYLOCK_STATS is on, counted. */
+/* Lock with everything checked and, if PROXYLOCK_STATS is on, counted
+ * (contended: as a mutex's, count_mutex). */
 static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uintptr_t ra,
                                                      bool write, enum lock_op op, clockid_t clock,
                                                      const struct timespec *abstime)
@@ -942,6 +997,7 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
 	bool contended = false;
 	uint64_t t0 = 0;
+	uint32_t w, core = plk_tls_contended;
 	int err;
 
 	if (caller_is_urcu(ra) || rwlock_is_glibc(prw))
@@ -952,28 +1008,25 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 	if (op == OP_TRY ||
 	    (op == OP_TIMED && (rw_deadline_bad(clock, abstime) || (!write && !abstime)))) {
 		err = rw_lock_slow(rw, write, op, clock, abstime);
-	} else if (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw)) {
+	} else if (op == OP_LOCK && (write ? plk_rw_wrlock_fast(rw) : plk_rw_rdlock_fast(rw))) {
 		err = 0;
 	} else {
-		/* A writer's CAS from 0 failed: someone holds or waits.  A
-		 * reader also leaves the fast path with nobody in its way:
-		 * to join a solo hold (in the bucket, rwlockword.h), at its
-		 * thread's first counted rdlock (no read set yet), and with
-		 * every slot of its read set taken by other rwlocks: that is
-		 * no contention unless the word shows a writer or waiters
-		 * (relaxed: a peek for a count, it orders nothing). */
-		struct plk_rdset *s = plk_tls_rdset;
-		uint32_t w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
-		bool no_slot = !s || (plk_rdset_find(s, (uintptr_t)rw) < 0 && plk_rdset_full(s));
-
-		contended = write || (w & (PLK_RW_WRITER | PLK_RW_WAITERS)) ||
-		            (!no_slot && !(w & PLK_RW_SOLO));
-		t0 = plk_now_ns();
+		/* A writer finds it held if the word shows any holder; a
+		 * reader, if it shows a writer, or waiters it would queue
+		 * behind.  (A reader also leaves the fast path with nobody in
+		 * its way: to join a solo hold, at its thread's first counted
+		 * rdlock, with every slot of its read set taken; relaxed: a
+		 * peek for a count, it orders nothing.) */
+		w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+		contended = write ? (w & ~PLK_RW_WAITERS) != 0 || (w & PLK_RW_WAITERS)
+		                  : (w & (PLK_RW_WRITER | PLK_RW_WAITERS)) != 0;
+		t0 = plk_lockstat_on ? plk_now_ns() : 0;
 		err = rw_lock_slow(rw, write, op, clock, abstime);
 	}
-	if (err == 0 && plk_lockstat_on && !slow_depth) {
+	contended |= plk_tls_contended != core;
+	if (plk_lockstat_on && !slow_depth) {
 		slow_depth++;  /* a new row maps a slab (no allocation, but a system call) */
-		plk_lockstat_rwlock(prw, write, contended, contended ? plk_now_ns() - t0 : 0);
+		plk_lockstat_rwlock(prw, ra, write, err, contended, t0);
 		slow_depth--;
 	}
 	return err;
@@ -1017,7 +1070,13 @@ PLK_EXPORT int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockat
 	proxylock_rwlockattr_init(&pa);
 	if ((err = proxylock_rwlockattr_setkind(&pa, kind)) != 0)
 		return err;
-	return proxylock_rwlock_init((proxylock_rwlock_t *)prw, &pa);
+	err = proxylock_rwlock_init((proxylock_rwlock_t *)prw, &pa);
+	if (err == 0 && plk_lockstat_on && !slow_depth) {
+		slow_depth++;
+		plk_lockstat_init(prw, RETURN_ADDRESS(), true);
+		slow_depth--;
+	}
+	return err;
 }
 
 PLK_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *prw)
@@ -1113,12 +1172,33 @@ PLK_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct ti
 	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TIMED, CLOCK_REALTIME, abstime);
 }
 
+/* Unlock with everything checked; with stats, the caller's hold ends: a
+ * write hold if the word names it the writer, else a read hold. */
+static __attribute__((noinline)) int rw_unlock_careful(pthread_rwlock_t *prw, uintptr_t ra)
+{
+	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
+	uint32_t w;
+
+	if (plk_preload_from_urcu(ra) || rwlock_is_glibc(prw))
+		return plk_real()->rwlock_unlock(prw);
+	if (plk_lockstat_on && !slow_depth) {
+		w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
+		slow_depth++;
+		plk_lockstat_rwlock_release(prw, (w & PLK_RW_WRITER) &&
+		                                 (w & PLK_RW_VALUE) == (uint32_t)plk_tid());
+		slow_depth--;
+	}
+	return rw_unlock(rw);
+}
+
 PLK_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *prw)
 {
 	uintptr_t ra = RETURN_ADDRESS();
 
 	rw_line_prefetch(prw);
-	if (__builtin_expect(plk_careful(ra) && plk_preload_from_urcu(ra), 0) || rwlock_is_glibc(prw))
+	if (__builtin_expect(plk_careful(ra), 0))
+		return rw_unlock_careful(prw, ra);
+	if (rwlock_is_glibc(prw))
 		return plk_real()->rwlock_unlock(prw);
 	return rw_unlock((proxylock_rwlock_t *)prw);
 }

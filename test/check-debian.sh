@@ -78,7 +78,7 @@ echo "ok - examples/inversion.c built with pkg-config ($flags) against the packa
 command -v proxylock | grep -qx /usr/bin/proxylock || { echo "not ok - proxylock not in /usr/bin"; exit 1; }
 seq 1 100000 | awk 'BEGIN { srand(3) } { print int(rand() * 1e9) }' >"$work/in"
 sort -n "$work/in" >"$work/plain"
-proxylock run --stats sort --parallel=2 -S 1M -n "$work/in" >"$work/under" 2>"$work/err"
+proxylock run --stats=all sort --parallel=2 -S 1M -n "$work/in" >"$work/under" 2>"$work/err"
 cmp "$work/plain" "$work/under" || { echo "not ok - sort's output differs under proxylock run"; exit 1; }
 grep -Eq '^proxylock: interposer active: [1-9]' "$work/err" ||
 	{ cat "$work/err"; echo "not ok - no report from the packaged interposer"; exit 1; }

@@ -527,7 +527,7 @@ static void lock_then_exit(struct run *r)
 {
 	(void)r;
 	lock_rounds(r);
-	exit(r->result ? 3 : 0);  /* PROXYLOCK_STATS=1: the report runs here */
+	exit(r->result ? 3 : 0);  /* PROXYLOCK_STATS=all: the report runs here */
 }
 
 /* The child: contends from two threads, then one calls exit() with only
@@ -572,9 +572,9 @@ START_TEST(exit_with_the_stats_report_fits)
 		close(fd);
 	unlink(json);
 	rmdir(dir);
-	/* Under the interposer with PROXYLOCK_STATS=1: the report was
+	/* Under the interposer with PROXYLOCK_STATS=all: the report was
 	 * written, to its last line, by that thread. */
-	if (dlsym(RTLD_DEFAULT, "proxylock_mutex_lock") && stats && strcmp(stats, "1") == 0)
+	if (dlsym(RTLD_DEFAULT, "proxylock_mutex_lock") && stats && strcmp(stats, "all") == 0)
 		ck_assert_msg(strstr(report, "\"version\"") && n > 2 && strcmp(report + n - 2, "}\n") == 0,
 		              "no whole report: '%s'", report);
 }

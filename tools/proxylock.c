@@ -31,7 +31,9 @@
 #include <getopt.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,7 +65,7 @@ static void usage(FILE *f)
 	      "                     [--top=N] [--report-signal=SIG] [--donate=KINDS]\n"
 	      "                     [--affinity=waiters|union|node] [--handoff-us=N]\n"
 	      "                     [--] PROGRAM [ARG...]\n"
-	      "       proxylock report PID\n"
+	      "       proxylock report [--json] PID\n"
 	      "       proxylock caps\n"
 	      "       proxylock --help | --version\n"
 	      "KINDS: a comma-separated list of uclamp, affinity, nice, rt, or all, or none.\n"
@@ -360,9 +362,11 @@ static int cmd_run(int argc, char **argv)
 			fprintf(stderr, "proxylock: --stats=%s: it takes %s\n", stats_file, refused);
 			return EXIT_USAGE;
 		}
-		/* No report overwrites a file (lockstat.c): a name without %p
-		 * that is already taken would only get PID-named reports. */
-		if (!strstr(file, "%p") && lstat(file, &st) == 0) {
+		/* No report overwrites a file (report.c): a name without %p
+		 * that a file or symlink already takes would get only
+		 * PID-named reports.  A device or FIFO is written to. */
+		if (!strstr(file, "%p") && lstat(file, &st) == 0 && (S_ISREG(st.st_mode) ||
+		                                                    S_ISLNK(st.st_mode))) {
 			fprintf(stderr, "proxylock: --stats=%s: %s exists; remove it, or put %%p (the "
 			        "process ID) in the name\n", stats_file, file);
 			free(file);
@@ -388,6 +392,161 @@ static int cmd_run(int argc, char **argv)
 	err = errno;
 	fprintf(stderr, "proxylock: %s: %s\n", argv[optind], strerror(err));
 	return err == ENOENT ? EXIT_NOTFOUND : EXIT_CANNOT;
+}
+
+/* --- report ------------------------------------------------------------ */
+
+/* The value of @name in /proc/@pid/environ (its environment at exec),
+ * into @buf; false if it is not there. */
+static bool environ_of(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64], data[65536];
+	size_t nlen = strlen(name);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, data, sizeof(data) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	data[n] = 0;
+	for (char *p = data; p < data + n; p += strlen(p) + 1)
+		if (strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+			snprintf(buf, len, "%s", p + nlen + 1);
+			return true;
+		}
+	return false;
+}
+
+/* Whether /proc/@pid/status says it catches signal @sig (SigCgt). */
+static bool catches(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "SigCgt:", 7) == 0)
+			yes = (strtoull(line + 7, NULL, 16) >> (sig - 1)) & 1;
+	fclose(f);
+	return yes;
+}
+
+/* Whether the interposer is mapped in @pid. */
+static bool has_interposer(pid_t pid)
+{
+	char path[64], line[4096];
+	bool yes = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return false;
+	while (!yes && fgets(line, sizeof(line), f))
+		yes = strstr(line, "/libproxylock-preload") != NULL;
+	fclose(f);
+	return yes;
+}
+
+/*
+ * proxylock report [--json] PID: ask a program running with stats for its
+ * report now.  The request signal (PROXYLOCK_STATS_SIGNAL in its
+ * environment, else the default) is queued with our PID and a pipe's
+ * descriptor number (report.c), and the report is read back from the
+ * pipe, to its end mark.  Sent only where the program catches that
+ * signal: otherwise it would end it (a real-time signal's default).
+ */
+static int cmd_report(int argc, char **argv)
+{
+	struct plk_config c;
+	char value[4200], name[16], buf[4096], *end;
+	const char *mark = "proxylock: -- end of report --\n";
+	size_t have = 0, mlen = strlen(mark);
+	bool json = false;
+	union sigval v;
+	int fds[2], arg = 1;
+	long pid;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "--json") == 0) {
+		json = true;
+		arg++;
+	}
+	if (argc != arg + 1)
+		return bad_usage("report: one PID%s", "");
+	errno = 0;
+	pid = strtol(argv[arg], &end, 10);
+	if (errno || *end || pid <= 0 || pid > INT_MAX)
+		return bad_usage("report: %s is not a process ID", argv[arg]);
+	if (kill((pid_t)pid, 0) != 0) {
+		fprintf(stderr, "proxylock: report: %ld: %s\n", pid, strerror(errno));
+		return 1;
+	}
+	plk_config_defaults(&c);
+	if (!has_interposer((pid_t)pid) || !environ_of((pid_t)pid, "PROXYLOCK_STATS", value,
+	                                                sizeof(value)) ||
+	    plk_setting_parse("STATS", value, &c) || !c.stats) {
+		fprintf(stderr, "proxylock: report: process %ld does not run under the interposer with "
+		        "stats on (proxylock run --stats)\n", pid);
+		return 1;
+	}
+	if (environ_of((pid_t)pid, "PROXYLOCK_STATS_SIGNAL", value, sizeof(value)) &&
+	    plk_setting_parse("STATS_SIGNAL", value, &c)) {
+		fprintf(stderr, "proxylock: report: process %ld has PROXYLOCK_STATS_SIGNAL=%s, which the "
+		        "library does not take\n", pid, value);
+		return 1;
+	}
+	plk_signal_name(c.stats_signal, name, sizeof(name));
+	if (!c.stats_signal || !catches((pid_t)pid, c.stats_signal)) {
+		fprintf(stderr, "proxylock: report: process %ld does not catch SIG%s, its report "
+		        "signal: %s\n", pid, name, c.stats_signal ? "the program took it over, or it was "
+		        "not at its default at start; not sent (it might end the program)"
+		        : "reports on request are off");
+		return 1;
+	}
+	if (pipe(fds) != 0 || fds[1] >= 512) {
+		perror("proxylock: report: pipe");
+		return 1;
+	}
+	v.sival_int = (int)(((unsigned)getpid() << 10) | (unsigned)fds[1] | (json ? 512u : 0u));
+	if (sigqueue((pid_t)pid, c.stats_signal, v) != 0) {
+		fprintf(stderr, "proxylock: report: SIG%s to %ld: %s\n", name, pid, strerror(errno));
+		return 1;
+	}
+	/* Read to the end mark (we hold the write end too: no EOF). */
+	for (;;) {
+		struct pollfd p = { fds[0], POLLIN, 0 };
+		ssize_t n;
+		char *at;
+
+		if (poll(&p, 1, 10000) != 1) {
+			fprintf(stderr, "proxylock: report: no report from %ld within 10 s\n", pid);
+			return 1;
+		}
+		if ((n = read(fds[0], buf + have, sizeof(buf) - 1 - have)) <= 0)
+			return 1;
+		have += (size_t)n;
+		buf[have] = 0;
+		if ((at = strstr(buf, mark))) {
+			fwrite(buf, 1, (size_t)(at - buf), stdout);
+			return 0;
+		}
+		/* Keep the tail that may be the start of the mark. */
+		if (have > mlen) {
+			fwrite(buf, 1, have - mlen, stdout);
+			memmove(buf, buf + have - mlen, mlen);
+			have = mlen;
+		}
+	}
 }
 
 /* --- caps -------------------------------------------------------------- */
@@ -715,6 +874,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "caps") == 0)
 		return cmd_caps(argc - 1, argv + 1);
+	if (strcmp(argv[1], "report") == 0)
+		return cmd_report(argc - 1, argv + 1);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);

@@ -12,7 +12,7 @@ trap 'rm -rf "$d"' EXIT
 fail=0
 want='data before
 data after'
-LD_PRELOAD=$so PROXYLOCK_STATS=1 "$prog" "$d/open.data" >"$d/open.out" 2>"$d/open.err"
+LD_PRELOAD=$so PROXYLOCK_STATS=all "$prog" "$d/open.data" >"$d/open.out" 2>"$d/open.err"
 if ! grep -q '^closed stderr ok$' "$d/open.out" ||
    ! grep -q 'proxylock: mutex 0x[0-9a-f]* is held by thread [0-9]*, which exited' "$d/open.err" ||
    ! grep -q '^proxylock: interposer active: ' "$d/open.err"; then
@@ -21,7 +21,7 @@ if ! grep -q '^closed stderr ok$' "$d/open.out" ||
 else
 	echo "ok - stderr open: the dead-owner line and the report are on stderr"
 fi
-LD_PRELOAD=$so PROXYLOCK_STATS=1 sh -c 'exec "$0" "$1" 2>&-' "$prog" "$d/closed.data" >"$d/closed.out"
+LD_PRELOAD=$so PROXYLOCK_STATS=all sh -c 'exec "$0" "$1" 2>&-' "$prog" "$d/closed.data" >"$d/closed.out"
 rc=$?
 if [ "$rc" -ne 0 ] || ! grep -q '^data fd 2$' "$d/closed.out"; then
 	echo "not ok - stderr closed: status $rc, the data file not fd 2: $(cat "$d/closed.out")"

@@ -2,7 +2,8 @@
 # Run a real program under the interposer and check that it behaved:
 # exit status 0, its output (stdout or stderr) matching EXPECT (an
 # extended regex), and PROXYLOCK_STATS's header on stderr, proof that the
-# interposer was in, having seen at least one mutex -- or, with
+# interposer was in (PROXYLOCK_STATS=all: reported even if nothing was
+# contended), having seen at least one mutex -- or, with
 # ANY_COUNT=1, for programs whose work is done in children that leave
 # with _exit() (no exit-time report there), at least loaded.
 #   usage: [ANY_COUNT=1] run-under-preload.sh PRELOAD.so EXPECT PROGRAM [ARG...]
@@ -13,7 +14,7 @@ shift 2
 command -v "$1" >/dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
-LD_PRELOAD=$preload PROXYLOCK_STATS=1 "$@" >"$out" 2>"$err"
+LD_PRELOAD=$preload PROXYLOCK_STATS=all "$@" >"$out" 2>"$err"
 rc=$?
 cat "$out"
 cat "$err" >&2

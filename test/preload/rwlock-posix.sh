@@ -14,16 +14,16 @@ done
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "$prog" >"$d/native" 2>&1 || { cat "$d/native"; echo "FAIL: natively" >&2; exit 1; }
-for stats in 0 1; do
+for stats in 0 all; do
 	LD_PRELOAD=$so PROXYLOCK_STATS=$stats "$prog" >"$d/pre$stats" 2>"$d/err$stats" ||
 		{ cat "$d/pre$stats" "$d/err$stats"; echo "FAIL: under the interposer, stats $stats" >&2; exit 1; }
 	grep -v '^info:' "$d/native" >"$d/a"
 	grep -v '^info:' "$d/pre$stats" >"$d/b"
 	diff -u "$d/a" "$d/b" || { echo "FAIL: results differ, stats $stats" >&2; exit 1; }
 done
-grep -Eq '^proxylock: interposer active: .* [1-9][0-9]* rwlocks and' "$d/err1" ||
-	{ cat "$d/err1"; echo "FAIL: the stats report counts no rwlock" >&2; exit 1; }
+grep -Eq '^proxylock: interposer active: .* [1-9][0-9]* rwlocks and' "$d/errall" ||
+	{ cat "$d/errall"; echo "FAIL: the stats report counts no rwlock" >&2; exit 1; }
 echo "native:"; grep '^info:' "$d/native"
 echo "interposer:"; grep '^info:' "$d/pre0"
-cat "$d/pre1" "$d/err1"
+cat "$d/preall" "$d/errall"
 echo "PASS: same results natively and under the interposer"

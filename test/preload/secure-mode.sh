@@ -65,7 +65,7 @@ if [ "${1:-}" = --inner ]; then
 	set -- "$fs"/user/r.*.json
 	if [ "$rc" -ne 0 ] || ! grep -q '^secure=0 interposer=1 count=200000 donate=0$' "$fs/out"; then
 		no "the plain helper: status $rc, $(cat "$fs/out" "$fs/err")"
-	elif [ $# -ne 1 ] || [ ! -f "$1" ] || ! grep -q '"version": 1' "$1"; then
+	elif [ $# -ne 1 ] || [ ! -f "$1" ] || ! grep -q '"version": 2' "$1"; then
 		no "not secure: no JSON report in $fs/user: $(ls "$fs/user")"
 	elif [ "$(stat -c '%a %u' "$1")" != "600 65534" ]; then
 		no "the report's mode and owner: $(stat -c '%a %u' "$1"), want 600 65534"
@@ -73,13 +73,14 @@ if [ "${1:-}" = --inner ]; then
 		echo "ok - not secure, as nobody: PROXYLOCK_DONATE=none honoured, the report written to a new file of mode 0600"
 	fi
 
-	# Not secure: a file that exists is not overwritten, and stderr says so.
+	# Not secure: a file that exists is not overwritten, and stderr says
+	# where the report went instead (the name with the PID, as for %p).
 	printf 'mine\n' >"$fs/kept.orig"
 	env -i PATH=/usr/bin:/bin PROXYLOCK_STATS=1 PROXYLOCK_STATS_FILE="$fs/user/kept" \
 		setpriv --reuid=65534 --regid=65534 --clear-groups "$fs/plain" >"$fs/out" 2>"$fs/err"
 	if ! unchanged "$fs/user/kept" "$fs/kept.orig" "644 65534"; then
 		no "an existing file was overwritten: $(head -c 200 "$fs/user/kept")"
-	elif ! grep -q "proxylock: $fs/user/kept exists: not overwritten, no report written" "$fs/err"; then
+	elif ! grep -q "proxylock: PROXYLOCK_STATS_FILE exists: the report of pid [0-9]* is in $fs/user/kept\.[0-9]*\$" "$fs/err"; then
 		no "an existing file: stderr does not say so: $(cat "$fs/err")"
 	else
 		echo "ok - a report file that exists is left as it is, and stderr says so"

@@ -17,7 +17,7 @@ man=$(find "$stage" -path '*/man1/proxylock.1*')
 [ -n "$man" ] || { echo "not ok - proxylock.1 not installed"; exit 1; }
 out=$("$tool" run sh -c 'echo "$LD_PRELOAD"')
 [ "$(realpath "$out")" = "$(realpath "$so")" ] || { echo "not ok - LD_PRELOAD=$out, want $so"; exit 1; }
-err=$(seq 1 50000 | "$tool" run --stats sort --parallel=2 -S 1M -n 2>&1 >/dev/null)
+err=$(seq 1 50000 | "$tool" run --stats=all sort --parallel=2 -S 1M -n 2>&1 >/dev/null)
 printf '%s\n' "$err" | grep -Eq '^proxylock: interposer active: [1-9]' ||
 	{ echo "not ok - no report from the staged interposer: $err"; exit 1; }
 echo "ok - the staged proxylock found ${so#$stage} beside it and ran sort under it"
