@@ -1,12 +1,16 @@
 # Sourced by examples/run-demo and test/run-tests: install, as root, the
-# Debian 12 packages the build, the tests and the VM suite need (only
-# those missing), then configure build directory $1 with meson options $2.
+# Debian 12 packages the build, the tests and the VM suite need, or the
+# demos only theirs (only those missing), then configure build directory
+# $1 with meson options $2.
 set -eu
 plk_deps="gcc g++ make meson ninja-build pkg-config liburcu-dev libnuma-dev check
   python3 spin sysbench stress-ng libjemalloc2 unbound dnsperf openssl gnuplot-nox strace systemtap-sdt-dev gdb valgrind
   libcap2-bin util-linux
   libabsl-dev
   qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
+# The demos (examples/run-demo, run-preload-demo) need only the library's
+# build: no test framework, guests or benchmarks (build-demo, -Dtests=false).
+plk_demo_deps="gcc meson ninja-build pkg-config liburcu-dev libnuma-dev"
 # Only test/check-debian.sh (the Debian packages, from .ci/run) needs these.
 plk_pkg_deps="dpkg-dev debhelper fakeroot lintian"
 

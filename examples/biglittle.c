@@ -57,6 +57,12 @@
  *
  *   usage: biglittle [seconds]        (default 3)
  */
+/* CPU_SET, sched_getcpu: GNU extensions (meson defines this for the
+ * whole project; a plain `cc x.c $(pkg-config --cflags --libs
+ * proxylock)` does not). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "proxylock.h"
 
 #include <dlfcn.h>

@@ -12,6 +12,12 @@
  * LD_PRELOAD=libproxylock-preload.so to see the interposer's cure
  * (examples/run-preload-demo does both).
  */
+/* CPU_SET, sched_getcpu: GNU extensions (meson defines this for the
+ * whole project; a plain `cc x.c $(pkg-config --cflags --libs
+ * proxylock)` does not). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include "proxylock.h"
 #include "scenario.h"
 

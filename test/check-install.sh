@@ -25,7 +25,16 @@ echo "ok - header, libproxylock.so.0, the interposer, proxylock.pc, 4 man pages 
 export PKG_CONFIG_PATH="$(dirname "$pc")"
 prefix=$(pkg-config --variable=prefix proxylock)
 flags=$(pkg-config --define-variable=prefix="$stage$prefix" --cflags --libs proxylock)
-cc -std=gnu11 -D_GNU_SOURCE -o "$stage/inversion" "$src/examples/inversion.c" -I"$src/examples" \
-	$flags -pthread
+# Plain cc: no -D_GNU_SOURCE, no -I, no -pthread of ours (issue 34).
+for ex in inversion biglittle; do
+	cc -Werror=implicit-function-declaration -o "$stage/$ex" "$src/examples/$ex.c" $flags
+done
 LD_LIBRARY_PATH=$libdir "$stage/inversion" 0 >/dev/null
-echo "ok - examples/inversion.c built out of tree with pkg-config ($flags) and ran"
+echo "ok - examples/inversion.c and biglittle.c built out of tree with plain cc and pkg-config ($flags); inversion ran"
+# man proxylock_mutex_lock: a link a function, to its page.
+man3=$(dirname "$(find "$stage" -name proxylock_mutex.3 | head -1)")
+for f in proxylock_mutex_lock proxylock_cond_wait proxylock_rwlock_wrlock proxylock_caps \
+	proxylock_stats_get proxylock_mutexattr_setdonate; do
+	[ -e "$man3/$f.3" ] || { echo "not ok - no man page for $f after meson install"; exit 1; }
+done
+echo "ok - a man page for each function ($(ls "$man3" | wc -l) in man3)"
