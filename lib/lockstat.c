@@ -368,6 +368,17 @@ void plk_lockstat_mutex(const void *m, uintptr_t ra, int err, bool contended, ui
 		count_acquire(e, true, err, contended, t0, outermost, ra);
 }
 
+void plk_lockstat_reacquired(const void *m, uintptr_t ra, int err, bool contended, bool outermost)
+{
+	struct plk_lockrow *e;
+
+	if ((e = row_of(m, PLK_ROW_MUTEX))) {
+		count_acquire(e, true, err, contended, 0, outermost, ra);
+		if (contended && (err == 0 || err == EOWNERDEAD))
+			add(&e->reacquired_contended, 1);
+	}
+}
+
 void plk_lockstat_rwlock(const void *rw, uintptr_t ra, bool write, int err, bool contended,
                          uint64_t t0)
 {

@@ -31,6 +31,8 @@ struct plk_holdtime {
  *   wr_uses   an rwlock's acquisitions for writing
  *   contended acquisitions that found the lock held by another thread,
  *             or that the core took through its slow path (stats.h)
+ *   reacquired_contended  of contended, a mutex's condvar re-acquisitions
+ *             (their wait is in the condvar's, not in wait_ns)
  *   timeouts  timed acquisitions that found it held and gave up
  *   wait_ns   the contended acquisitions' time from call to acquisition
  *             (a condvar re-acquisition's is the condvar wait's)
@@ -43,7 +45,7 @@ struct plk_lockrow {
 	const void *addr;
 	int kind;               /* PLK_ROW_* */
 	int ready;              /* in the index: the report's rows (release/acquire) */
-	uint64_t uses, wr_uses, contended, timeouts;
+	uint64_t uses, wr_uses, contended, reacquired_contended, timeouts;
 	uint64_t wait_ns, wait_max_ns;
 	struct plk_holdtime held, rd_held;
 	uint64_t hold_start;    /* the holder's acquisition time (mutex, rwlock writer); 0: none */
@@ -72,6 +74,11 @@ PLK_HIDDEN void plk_lockstat_enable(void);
  */
 PLK_HIDDEN void plk_lockstat_mutex(const void *m, uintptr_t ra, int err, bool contended,
                                    uint64_t t0, bool outermost);
+
+/** plk_lockstat_reacquired - as plk_lockstat_mutex, for the re-acquisition
+ * of @m at the end of a condvar wait (its wait unknown here). */
+PLK_HIDDEN void plk_lockstat_reacquired(const void *m, uintptr_t ra, int err, bool contended,
+                                        bool outermost);
 
 /** plk_lockstat_mutex_release - the holder of @m lets it go (not a
  * recursive unlock): its hold ends. */

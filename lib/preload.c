@@ -768,9 +768,12 @@ static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, uintptr_t ra, c
 	err = plk_cond_wait((proxylock_cond_t *)c, pm, mutex_is_glibc(pm) ? &glibc_mutex_ops : NULL,
 	                    clock, abstime);
 	pthread_cleanup_pop(1);
-	if (counted)
-		count_mutex(pm, ra, err == ETIMEDOUT ? 0 : err, plk_tls_contended != core,
-		            0);
+	if (counted && !slow_depth) {
+		slow_depth++;
+		plk_lockstat_reacquired(pm, ra, err == ETIMEDOUT ? 0 : err, plk_tls_contended != core,
+		                        ((proxylock_mutex_t *)pm)->__count == 0);
+		slow_depth--;
+	}
 	return err;
 }
 

@@ -395,6 +395,9 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		stack_str(sy, &e->init_at, stack, sizeof(stack_buf));
 		if (stack[0])
 			say(fd, "proxylock:     initialised at %s\n", stack);
+		if (get(&e->reacquired_contended))
+			say(fd, "proxylock:     of its contended acquisitions, %llu were condvar "
+			    "re-acquisitions (their wait is the condvar's)\n", get(&e->reacquired_contended));
 		if (e->kind == PLK_ROW_RWLOCK) {
 			ms_str(held, sizeof(held), get(&e->held.ns));
 			ms_str(hm, sizeof(hm), get(&e->held.max_ns));
@@ -524,6 +527,8 @@ static void json_lock(int fd, struct plk_symbols *sy, const struct plk_lockrow *
 		json_held(fd, "held_write", &e->held);
 		json_held(fd, "held_read", &e->rd_held);
 	}
+	if (e->kind == PLK_ROW_MUTEX)
+		say(fd, "\"contended_reacquisitions\": %llu, ", get(&e->reacquired_contended));
 	say(fd, "\"acquisitions\": %llu, \"contended\": %llu, \"timeouts\": %llu, \"wait_ns\": %llu, "
 	    "\"max_wait_ns\": %llu, \"held_ns\": %llu, \"max_held_ns\": %llu, \"holds\": %llu, "
 	    "\"donations\": %llu, \"lent\": {",
