@@ -760,7 +760,7 @@ static int cond_wait_any(pthread_cond_t *c, pthread_mutex_t *pm, uintptr_t ra, c
 		plk_lockstat_mutex_release(pm);
 		slow_depth--;
 	}
-	core = plk_tls_contended;
+	core = counted ? plk_tls_contended : 0;
 	/* Its first wait may probe the kernel's caps (which allocates).  A
 	 * wait is a cancellation point: the depth comes back down then too. */
 	slow_depth++;
