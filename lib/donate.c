@@ -111,20 +111,29 @@ static void lend_env(struct plk_lend_env *env)
 	env->capacity = plk_sched_capacity();
 }
 
-/* E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held. */
+/*
+ * E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held.
+ * The CPUs T passes on and their rank are part of it: a change of those
+ * alone (a lender of the CPUs T already has comes or goes) changes what
+ * T lends the lock it waits on, so it is a new generation too, and the
+ * chain is walked; the apply then finds nothing to set.
+ */
 static void recompute(struct plk_thread *t)
 {
 	struct plk_sched_ctx eff;
 	struct plk_lend_env env;
+	struct plk_cpu_owner own;
 	struct plk_lend all;
 
 	lend_env(&env);
 	plk_lend_init(&all);
 	for (int i = 0; i < t->nheld; i++)
 		plk_lend_merge(&all, &t->held[i].lend);
-	plk_lend_combine(&t->base, &all, &env, &eff, &t->eff_cpu_rank);
-	if (!plk_sched_equal(&eff, &t->eff)) {
+	plk_lend_combine(&t->base, &all, &env, &eff, &own);
+	if (!plk_sched_equal(&eff, &t->eff) || own.rank != t->eff_cpus.rank ||
+	    !CPU_EQUAL(&own.cpus, &t->eff_cpus.cpus)) {
 		t->eff = eff;
+		t->eff_cpus = own;
 		t->gen++;
 	}
 }
@@ -238,7 +247,7 @@ bool plk_donate_next_deferred(struct plk_apply *out)
 void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
 {
 	plk_ilock_lock(&w->lock);
-	plk_lend_add_ranked(l, &w->eff, w->eff_cpu_rank, kinds);
+	plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
 	plk_ilock_unlock(&w->lock);
 }
 
@@ -267,11 +276,13 @@ void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 	struct plk_lend none = { .kinds = 0 };
 	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
 
+	void *next;
+
 	if (!t)
 		return;
-	held_set(t, lock, &none);
+	next = held_set(t, lock, &none) ? plk_blocked_mutex(t) : NULL;
 	if (apply_due(t))
-		defer(t, tid, NULL, 0);
+		defer(t, tid, next, 0);
 	plk_thread_unlock(t);
 }
 
@@ -631,11 +642,12 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 {
 	struct plk_sched_ctx now;
 	struct plk_thread *t;
-	uint64_t ns;
+	uint64_t ns, gen;
 	bool ok, read;
 
 	if (!(t = token_for(tid, true)))
 		return set(arg);
+	gen = t->gen;
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
 	plk_ilock_unlock(&t->lock);
@@ -657,6 +669,11 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		t->gen++;
 		recompute(t);        /* and the lend again on top of the new base */
 	}
+	/* If T waits on a lock, what it lends that lock's owner changed too:
+	 * the caller's plk_lend_flush walks the chain (nothing is applied
+	 * twice: the apply below leaves nothing due). */
+	if (read && t->gen != gen && plk_blocked_mutex(t))
+		defer(t, tid, plk_blocked_mutex(t), 0);
 	apply_locked(t, tid, ns);
 	return ok;
 }

@@ -110,7 +110,8 @@ enum {
  * of being undone by the next restore: holding @tid's apply token (it
  * waits for it, with no internal lock held), the new values are read
  * back into its base and any lend is applied on top.  @set returns true
- * on success.  Returns what @set returned.
+ * on success.  Returns what @set returned.  If @tid waits on a lock, the
+ * walk down its chain is deferred: the caller runs plk_lend_flush.
  */
 PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
 

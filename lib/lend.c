@@ -12,8 +12,9 @@
  *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
  *     uclamp_max on the holder never caps the donated minimum);
  *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER (a
- *     SCHED_IDLE waiter's nice is latent, below nice 19's weight: it
- *     lends no nice better than 19);
+ *     SCHED_IDLE thread's nice is latent, below nice 19's weight: as a
+ *     waiter it lends no nice better than 19; as a holder lifted out of
+ *     IDLE it runs at the lent nice, not its latent one);
  *   RT = highest SCHED_FIFO/SCHED_RR priority (FIFO before RR at equal
  *     priority), if above the holder's;
  *   CPUs: only waiters that outrank the holder's base (plk_lend_rank,
@@ -47,12 +48,15 @@
  *
  * CPUs carry the rank of the thread they belong to, not of whoever holds
  * them.  A waiter W folds E(W) for every kind, so chains compose (E(W)
- * already holds what W itself is lent), but its CPUs rank as the thread
- * whose CPUs E(W) has: the lender's whose CPUs were lent to W, else W's
- * own base (plk_lend_combine's *cpu_rank, kept beside E(W)).  So a thread
- * raised by a nice or uclamp lend never lends its own CPUs with its
- * lender's rank, and a lender's CPUs reach the end of a chain whenever
- * that lender outranks the last owner, whatever the middle thread's rank.
+ * already holds what W itself is lent), but of CPUs it passes on those
+ * of one owner with that owner's rank (struct plk_cpu_owner, kept beside
+ * E(W)): the CPUs lent to W, within the cpuset, at their lender's rank,
+ * if W was lent CPUs; else W's own, at W's base rank.  Under UNION and
+ * NODE, W's own CPUs in E(W) are not passed on with the lender's rank.
+ * So a thread raised by a nice or uclamp lend never lends its own CPUs
+ * with its lender's rank, and a lender's CPUs reach the end of a chain
+ * when they are the top-ranked ones at every hop and outrank the last
+ * owner (a middle thread that outranks the lender passes on its own).
  *
  * Fold and merge are commutative and associative: every kind is a max
  * or a min, and the CPUs are a max of rank with the union at equal rank.
@@ -122,8 +126,8 @@ void plk_lend_init(struct plk_lend *l)
 	l->ctx.policy = SCHED_IDLE;     /* lowest fair rank */
 }
 
-void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w, uint64_t cpu_rank,
-                         unsigned kinds)
+void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w,
+                         const struct plk_cpu_owner *own, unsigned kinds)
 {
 	l->kinds |= kinds;
 	if (kinds & PROXYLOCK_DONATE_UCLAMP) {
@@ -134,7 +138,8 @@ void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w, uint
 	}
 	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
 		/* A SCHED_IDLE thread's nice is latent: its weight is below
-		 * nice 19's, so it lends no nice better than 19. */
+		 * nice 19's, so it lends no nice better than 19 (and, lifted
+		 * out of IDLE by a lend, takes the lent nice: combine). */
 		int nice = w->policy == SCHED_IDLE && w->nice < 19 ? 19 : w->nice;
 
 		if (nice < l->ctx.nice)
@@ -150,12 +155,14 @@ void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w, uint
 		l->rt_policy = w->policy;
 	}
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)
-		add_cpus(l, cpu_rank, &w->cpus);
+		add_cpus(l, own->rank, &own->cpus);
 }
 
 void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds)
 {
-	plk_lend_add_ranked(l, w, plk_lend_rank(w), kinds);
+	struct plk_cpu_owner own = { plk_lend_rank(w), w->cpus };
+
+	plk_lend_add_ranked(l, w, &own, kinds);
 }
 
 void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l)
@@ -264,15 +271,27 @@ static bool combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *
 	return true;
 }
 
+/* What T passes on of CPUs lent to it: the lent ones, within the cpuset. */
+static void lent_cpus_owned(const struct plk_lend *l, const struct plk_lend_env *env,
+                            struct plk_cpu_owner *own)
+{
+	own->rank = l->cpu_rank;
+	own->cpus = l->ctx.cpus;
+	if (env->allowed)
+		CPU_AND(&own->cpus, &own->cpus, env->allowed);
+}
+
 void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
                       const struct plk_lend_env *env, struct plk_sched_ctx *out,
-                      uint64_t *cpu_rank)
+                      struct plk_cpu_owner *own)
 {
 	uint64_t base_rank = plk_lend_rank(base);
 
 	*out = *base;
-	if (cpu_rank)
-		*cpu_rank = base_rank;
+	if (own) {
+		own->rank = base_rank;
+		own->cpus = base->cpus;
+	}
 	if (base->policy == SCHED_DEADLINE)
 		return;
 	if (l->kinds & PROXYLOCK_DONATE_UCLAMP) {
@@ -288,15 +307,19 @@ void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l
 	}
 	if ((l->kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(out->policy) &&
 	    l->ctx.nice <= 19) {
-		if (l->ctx.nice < out->nice)
+		bool lifted = fair_rank(l->ctx.policy) > fair_rank(out->policy);
+
+		/* A SCHED_IDLE base's nice is latent: lifted out of IDLE, the
+		 * holder runs at the lent nice, never at its own. */
+		if (l->ctx.nice < out->nice || (lifted && out->policy == SCHED_IDLE))
 			out->nice = l->ctx.nice;
-		if (fair_rank(l->ctx.policy) > fair_rank(out->policy))
+		if (lifted)
 			out->policy = l->ctx.policy;
 	}
 	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0 &&
 	    l->cpu_rank > base_rank && combine_affinity(base, &l->ctx.cpus, env, &out->cpus) &&
-	    cpu_rank)
-		*cpu_rank = l->cpu_rank;
+	    own)
+		lent_cpus_owned(l, env, own);
 }
 
 unsigned plk_lend_kinds_changed(const struct plk_sched_ctx *before, const struct plk_sched_ctx *now)

@@ -257,11 +257,19 @@ static uint16_t read_one_capacity(long cpu)
 	return cap <= 0 || cap > PLK_CAPACITY_SCALE ? PLK_CAPACITY_SCALE : (uint16_t)cap;
 }
 
+/* The CPUs below @ncpus (a count) and, where numbering is sparse, any
+ * above it in the cpuset (read first). */
 static void read_capacity(long ncpus)
 {
-	for (long cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
+	uint16_t first = 0;
+
+	for (long cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (cpu >= ncpus && !CPU_ISSET(cpu, &cpuset_allowed))
+			continue;
 		capacity_map.of[cpu] = read_one_capacity(cpu);
-		if (capacity_map.of[cpu] != capacity_map.of[0])
+		if (first == 0)
+			first = capacity_map.of[cpu];
+		else if (capacity_map.of[cpu] != first)
 			capacity_map.differ = true;
 	}
 }

@@ -435,6 +435,162 @@ START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
 }
 END_TEST
 
+/*
+ * X (nice 0, CPU 0) waits on L2 (CPUs only), held by W (nice
+ * 19, CPU 0): E(W) is W's base, but its CPUs now rank as X's.  W waits
+ * on L1, held by H (nice 5, CPU 1): H gets CPU 0, X's (X outranks H).
+ * X times out: CPU 0 is W's again, a nice-19 thread's, which H outranks.
+ * H must go back to CPU 1.
+ */
+START_TEST(a_lender_that_leaves_takes_its_rank_out_of_the_chain)
+{
+	proxylock_mutex_t l1, l2;
+	proxylock_mutexattr_t attr;
+	struct actor h, w, x;
+
+	require_two_cpus_and_nice();
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
+	proxylock_mutex_init(&l2, &attr);
+	proxylock_mutex_init(&l1, NULL);
+	actor_start(&h, 5, 1);
+	actor_start(&w, 19, 0);
+	actor_start(&x, 0, 0);
+	actor_do(&h, ACT_LOCK, &l1, 0);
+	actor_do(&w, ACT_LOCK, &l2, 0);
+	x.timeout_ns = 1500 * 1000000L;
+	actor_block_on(&x, ACT_TIMEDLOCK, &l2);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H not on X's CPU 0");
+	ck_assert_int_eq(actor_wait(&x), ETIMEDOUT);
+	ck_assert_msg(eventually(affinity_is(h.tid, 1, -1), 2000),
+	              "X left; H (nice %d) still on CPU 0, the CPU of W (nice %d) which it outranks",
+	              nice_of(h.tid), nice_of(w.tid));
+	actor_do(&h, ACT_UNLOCK, &l1, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &l1, 0);
+	actor_do(&w, ACT_UNLOCK, &l2, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+	actor_quit(&x);
+}
+END_TEST
+
+/*
+ * the same chain built in the other order.  W (nice 19, CPU 0)
+ * already waits on L1, held by H (nice 5, CPU 1): no CPUs.  Then X (nice
+ * 0, CPU 0) waits on L2 (CPUs only), held by W: X outranks H, so X's
+ * CPU 0 must reach H, as it does when X waits first (C2's test).
+ */
+START_TEST(a_lender_joining_a_blocked_chain_reaches_its_end)
+{
+	proxylock_mutex_t l1, l2;
+	proxylock_mutexattr_t attr;
+	struct actor h, w, x;
+
+	require_two_cpus_and_nice();
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
+	proxylock_mutex_init(&l2, &attr);
+	proxylock_mutex_init(&l1, NULL);
+	actor_start(&h, 5, 1);
+	actor_start(&w, 19, 0);
+	actor_start(&x, 0, 0);
+	actor_do(&h, ACT_LOCK, &l1, 0);
+	actor_do(&w, ACT_LOCK, &l2, 0);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	usleep(50000);
+	ck_assert_msg(affinity_is(h.tid, 1, -1), "W alone moved H");
+	actor_block_on(&x, ACT_LOCK, &l2);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000),
+	              "X (nice 0, CPU 0) waits through W; H (nice %d) not on CPU 0", nice_of(h.tid));
+	actor_do(&h, ACT_UNLOCK, &l1, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &l1, 0);
+	actor_do(&w, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(actor_wait(&x), 0);
+	actor_do(&x, ACT_UNLOCK, &l2, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+	actor_quit(&x);
+}
+END_TEST
+
+/* The same chain as the one above, with H one of two readers of a writer-preferring rwlock
+ * that W waits to write. */
+START_TEST(a_lender_joining_a_chain_reaches_an_rwlock_reader)
+{
+	proxylock_mutex_t l2;
+	proxylock_rwlock_t rw;
+	proxylock_mutexattr_t attr;
+	struct actor h, w, x;
+
+	require_two_cpus_and_nice();
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
+	proxylock_mutex_init(&l2, &attr);
+	proxylock_rwlockattr_t rwa;
+	struct actor h2;
+
+	proxylock_rwlockattr_init(&rwa);
+	ck_assert_int_eq(proxylock_rwlockattr_setkind(&rwa, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE), 0);
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, &rwa), 0);
+	actor_start(&h, 5, 1);
+	actor_start(&h2, 5, 1);
+	actor_start(&w, 19, 0);
+	actor_start(&x, 0, 0);
+	actor_do(&h, ACT_RDLOCK, &rw, 0);
+	actor_do(&h2, ACT_RDLOCK, &rw, 0);
+	actor_do(&w, ACT_LOCK, &l2, 0);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	usleep(50000);
+	ck_assert_msg(affinity_is(h.tid, 1, -1), "W alone moved H");
+	actor_block_on(&x, ACT_LOCK, &l2);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000),
+	              "X (nice 0, CPU 0) waits through W; reader H (nice %d) not on CPU 0",
+	              nice_of(h.tid));
+	actor_do(&h, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&h2, ACT_RWUNLOCK, &rw, 0);
+	actor_quit(&h2);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&w, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(actor_wait(&x), 0);
+	actor_do(&x, ACT_UNLOCK, &l2, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+	actor_quit(&x);
+}
+END_TEST
+
+/* A SCHED_IDLE holder (latent nice 0) and a SCHED_OTHER nice-19
+ * waiter: the holder may be lifted to OTHER, but only to the waiter's
+ * nice 19, not to nice 0 (weight 1024, 68 times the waiter's). */
+START_TEST(a_sched_idle_holder_is_lifted_no_higher_than_its_waiter)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct test_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_IDLE, .sched_nice = 0 };
+	struct actor h, w;
+	struct kview v;
+
+	require_two_cpus_and_nice();
+	actor_start(&h, 0, 1);
+	actor_start(&w, 19, 1);
+	ck_assert_int_eq(syscall(SYS_sched_setattr, h.tid, &at, 0), 0);
+	actor_do(&h, ACT_LOCK, &l1, 0);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_OTHER, 2000), "H not lifted to OTHER");
+	v = kview_of(h.tid);
+	ck_assert_msg(v.nice == 19, "SCHED_IDLE H lifted to SCHED_OTHER at nice %d by a nice-19 waiter",
+	              v.nice);
+	actor_do(&h, ACT_UNLOCK, &l1, 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &l1, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+END_TEST
+
 START_TEST(releasing_one_of_two_held_locks_keeps_the_other_locks_donation)
 {
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
@@ -963,6 +1119,10 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
 	tcase_add_test(tc, a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks);
 	tcase_add_test(tc, a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner);
+	tcase_add_test(tc, a_lender_that_leaves_takes_its_rank_out_of_the_chain);
+	tcase_add_test(tc, a_lender_joining_a_blocked_chain_reaches_its_end);
+	tcase_add_test(tc, a_lender_joining_a_chain_reaches_an_rwlock_reader);
+	tcase_add_test(tc, a_sched_idle_holder_is_lifted_no_higher_than_its_waiter);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
 	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);
 	tcase_add_test(tc, a_timed_out_waiter_withdraws_its_donation);
