@@ -499,7 +499,7 @@ void plk_donate_fork_child(const struct plk_donate_fork_copy *copy)
 	if (plk_sched_read(0, &now) != 0)
 		return;
 	want = *base;
-	if (base->flags & PLK_SCHED_RESET_ON_FORK) {
+	if (base->flags & PLK_SCHED_FLAG_RESET_ON_FORK) {
 		/* What the kernel makes of the base in such a child
 		 * (sched_setscheduler(2)): an RT policy becomes SCHED_OTHER,
 		 * a negative nice 0, the clamps their defaults (as read now),

@@ -25,14 +25,12 @@ static void require_two_cpus_and_nice(void)
 
 START_TEST(caps_report_uclamp_exactly_when_the_kernel_accepts_it)
 {
-	struct test_sched_attr a;
+	struct plk_sched_attr a;
 	bool kernel_uclamp;
 
-	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0), 0);
-	a.size = sizeof(a);
-	a.sched_flags = 0x18 | 0x60;  /* KEEP_ALL | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-	kernel_uclamp = syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	ck_assert_int_eq(plk_sched_getattr(0, &a), 0);
+	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
+	kernel_uclamp = plk_sched_setattr(0, &a) == 0;
 	ck_assert_int_eq(!!(proxylock_caps() & PROXYLOCK_DONATE_UCLAMP), kernel_uclamp);
 	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_AFFINITY);
 	ck_assert_uint_eq(proxylock_donate_kinds() & ~proxylock_caps(), 0);

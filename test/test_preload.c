@@ -428,8 +428,8 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 	{
 		int (*setattr)(pid_t, void *, unsigned);
 		void *p = dlsym(RTLD_DEFAULT, "sched_setattr");
-		struct test_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
-		                             .sched_nice = 7 };
+		struct plk_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
+		                            .sched_nice = 7 };
 
 		ck_assert_ptr_nonnull(p);
 		memcpy(&setattr, &p, sizeof(p));
