@@ -402,7 +402,7 @@ START_TEST(a_fork_child_keeps_what_the_kernel_and_the_application_gave_it)
 	a.sched_policy = SCHED_FIFO;
 	a.sched_priority = 10;
 	a.sched_flags = PLK_SCHED_FLAG_RESET_ON_FORK;
-	ck_assert_msg(plk_sched_setattr(0, &a) == 0, "SCHED_FIFO needs root");
+	require_privilege(plk_sched_setattr(0, &a) == 0, "SCHED_FIFO needs root");
 	status = fork_and_check(SCHED_OTHER, &one);
 	a.sched_policy = start.policy;
 	a.sched_priority = 0;
