@@ -390,7 +390,7 @@ START_TEST(a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_NICE, 0);
 	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "H at nice %d, not X's 0",
 	              nice_of(h.tid));
@@ -416,7 +416,7 @@ START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1);
 	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H is not on X's CPU 0");
 	ck_assert_int_eq(nice_of(h.tid), 5);
