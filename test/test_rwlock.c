@@ -617,7 +617,7 @@ START_TEST(uncontended_read_and_write_paths_make_no_syscall)
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	proxylock_stats_get(&a);
 	/* Every slow path that may wait counts itself (contended); the
-	 * syscall count is strace's job (docs/design.md gives the command). */
+	 * syscall count is strace's job (docs/results.md gives the command). */
 	for (int i = 0; i < 100000; i++) {
 		ck_assert_int_eq(proxylock_rwlock_rdlock(&lone), 0);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&lone), 0);
