@@ -82,6 +82,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/sched_attr.h"  /* the raw sched_setattr (glibc 2.36 has none) */
+
 #define MAX_CPUS 64
 #define MAX_SAMPLES 20000
 
@@ -132,15 +134,6 @@ static int work_unit(void)
 	return sched_getcpu();
 }
 
-struct attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-
 static uint64_t clk(clockid_t c)
 {
 	struct timespec ts;
@@ -167,12 +160,14 @@ static void pin(const int *cpus, int n)
 
 static void context(int nice, int umin, int umax)
 {
-	struct attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = nice,
-	                  .sched_flags = 0x60,  /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
-	                  .sched_util_min = (uint32_t)umin, .sched_util_max = (uint32_t)umax };
+	struct plk_sched_attr a = { .sched_policy = SCHED_OTHER, .sched_nice = nice,
+	                            .sched_flags = PLK_SCHED_FLAG_UTIL_CLAMP,
+	                            .sched_util_min = (uint32_t)umin,
+	                            .sched_util_max = (uint32_t)umax };
+	int err = plk_sched_setattr(0, &a);
 
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		perror("sched_setattr");
+	if (err != 0)
+		fprintf(stderr, "sched_setattr: %s\n", strerror(err));
 }
 
 static uint64_t hog_units[MAX_CPUS];

@@ -31,51 +31,16 @@
  * with the token) and T's fork() (plk_donate_fork_prepare, which drops
  * it before returning).
  *
- * Invariants (each record's fields are under its own lock; the entry for
- * lock L in T.held is written only under L's bucket lock):
- *  I1  T.held has an entry for L only while T owns L with PLK_WAITERS
- *      set, or is inside unlock(L) between releasing the word and
- *      returning; so when T holds no lock with blocked waiters (and is
- *      not mid-unlock), E(T) = B(T), and once T's token is free the
- *      kernel's view equals B(T).  T's own unlock applies its withdrawal
- *      before returning; if another thread holds T's token, T waits for
- *      it (plk_donate_withdraw), and a waiter leaving an empty queue
- *      leaves PLK_WAITERS set so that T's unlock takes this path (M2).
- *  I2  T.applied is what the last sched calls for T left in the kernel
- *      (or what was read from it), of generation T.applied_gen; calls
- *      are made only by the token holder, only for fields where E(T)
- *      differs from T.applied.
- *  I3  A lend is recorded for T only under L's bucket lock, having seen
- *      T's TID and PLK_WAITERS in L's word; T cannot release L without
- *      that bucket (its one-CAS unlock fails while PLK_WAITERS is set).
- *      The apply comes after the bucket is dropped, when T may have
- *      released L: harmless, since T's withdrawal bumps T.gen and the
- *      token holder installs the newest generation last.  A releaser
- *      withdraws its own entry after releasing the word and waking the
- *      next owner; a non-owner's (lax) unlock withdraws the owner's
- *      entry under the bucket, before anyone can take L.
- *  I4  B(T) is read from the kernel only by T's token holder, and only
- *      while nothing it installed is in the kernel (T.applied = B(T)),
- *      so the read is B(T).  When T.held goes from empty to non-empty
- *      and nothing of ours is in the kernel, the copy of B(T) is marked
- *      unverified: it may conclude that the lend changes nothing (if
- *      younger than PLK_BASE_TTL_NS; else it is re-read first), but
- *      before any call is made on it the holder re-reads it.  A waiter
- *      re-reads its own base before it queues, if nothing is lent to it,
- *      its token is free and (a mutex's waiter) its copy is older than
- *      PLK_BASE_TTL_NS or says RT.  A new record's copy starts
- *      unverified.  An
- *      unverified copy is never returned to the application
- *      (plk_donate_base_get).  Nothing is lent to a TID that is not a
- *      live thread of this process: tgkill(pid, tid, 0) first, except for
- *      a record its own thread adopted, which is alive while we hold its
- *      token (its destructor takes the token before retiring it).
- *  I5  No syscall but the internal locks' own futex calls, no allocation
- *      and no cancellation point while any internal lock is held
- *      (checked by the -Dlockcheck=true build, run in CI).  Lock order:
- *      a bucket lock (two only while a condvar moves its waiters onto a
- *      mutex queue, cond.c, in address order), then at most one record
- *      lock, then the registry's free-list lock (a leaf).
+ * Invariants (stated and argued once, in docs/design.md, "Invariants
+ * (donation)"; cited here by name):
+ *  I1  a thread holding no lock with waiters is lent nothing, and its
+ *      unlock returns with the kernel at its base
+ *  I2  T.applied is what the kernel has; calls only for fields that differ
+ *  I3  no donation to a former owner
+ *  I4  B(T) is read only by the token holder with nothing of ours in the
+ *      kernel; nothing is lent to a dead TID
+ *  I5  no syscall, allocation or cancellation point under an internal
+ *      lock; lock order bucket, record, free list
  */
 #include <pthread.h>
 #include <string.h>
@@ -204,7 +169,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 /* A writer lends to PLK_RW_LEND_MAX (32) readers in one hold.  Not the
  * real bound: a timed-out rwlock waiter's hold does two lend updates
  * (rw_timedout's, then grant's), up to 66 applies; more is static TLS,
- * which the dlopen tests run out of (docs/design.md, Known limits). */
+ * which the dlopen tests run out of (docs/design.md, "Read sets"). */
 #define DEFER_MAX 40
 
 static __thread struct plk_apply deferred[DEFER_MAX];
@@ -510,7 +475,7 @@ void plk_donate_fork_child(const struct plk_donate_fork_copy *copy)
 	if (plk_sched_read(0, &now) != 0)
 		return;
 	want = *base;
-	if (base->flags & PLK_SCHED_RESET_ON_FORK) {
+	if (base->flags & PLK_SCHED_FLAG_RESET_ON_FORK) {
 		/* What the kernel makes of the base in such a child
 		 * (sched_setscheduler(2)): an RT policy becomes SCHED_OTHER,
 		 * a negative nice 0, the clamps their defaults (as read now),

@@ -117,20 +117,9 @@ PLK_HIDDEN void plk_cond_deferred_run(void);
  * option every hook below is empty.
  */
 #ifdef PLK_LOCKCHECK
-/* RCU read-side sections the calling thread is inside now. */
-PLK_HIDDEN extern __thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
-
 /** plk_lockcheck_violation - report @what (a fixed string), then abort
  * (or, with PLK_LOCKCHECK=warn in the environment, log it with a backtrace, once per distinct stack). */
 PLK_HIDDEN void plk_lockcheck_violation(const char *what);
-
-static inline void plk_lockcheck_acquired(void)
-{
-	if (__builtin_expect(plk_rcu_depth != 0, 0))
-		plk_lockcheck_violation("an internal lock taken inside rcu_read_lock()");
-}
-#else
-static inline void plk_lockcheck_acquired(void) {}
 #endif
 
 /* Count an internal lock as held, before its word is taken. */
@@ -164,7 +153,6 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
 	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		plk_ilock_lock_slow(l);
-	plk_lockcheck_acquired();
 }
 
 /** plk_ilock_unlock - release @l, waking its sleepers if there are any. */

@@ -2,8 +2,8 @@
 /*
  * schedctl.c - scheduler back-end.
  *
- * glibc 2.36 has no sched_setattr wrapper, so the syscalls are spelled
- * out with our own struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes).
+ * glibc 2.36 has no sched_setattr wrapper: the syscalls and the struct
+ * are sched_attr.h's.
  *
  * Capability probing is done once, at the first use:
  *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
@@ -17,12 +17,15 @@
  *    time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
+ * The same probe, run again with a verdict to fill, says why for each
+ * kind (plk_sched_caps_explain; `proxylock caps` prints it).
  * The cpuset, the CPUs of each NUMA node and each CPU's capacity are
  * read once too, at load (probe_at_load), or at the first use before
  * that; never under an internal lock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <linux/capability.h>
 #include <numa.h>
 #include <pthread.h>
@@ -37,43 +40,14 @@
 #include <unistd.h>
 
 #include "proxylock.h"
+#include "sched_attr.h"
 #include "schedctl.h"
 #include "stats.h"
 
-#ifndef SCHED_FLAG_RESET_ON_FORK
-#define SCHED_FLAG_RESET_ON_FORK 0x01
-#endif
-#define PLK_SCHED_FLAG_KEEP_ALL 0x18    /* KEEP_POLICY | KEEP_PARAMS */
-#define PLK_SCHED_FLAG_UTIL_CLAMP 0x60  /* UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-
-struct plk_sched_attr {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime;
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-	uint32_t sched_util_min;
-	uint32_t sched_util_max;
-};
-
-static int sys_getattr(pid_t tid, struct plk_sched_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0) == 0)
-		return 0;
-	return errno;
-}
-
 static int sys_setattr(pid_t tid, struct plk_sched_attr *a)
 {
-	a->size = sizeof(*a);
 	plk_stat_inc(setattr_calls);
-	if (syscall(SYS_sched_setattr, tid, a, 0) == 0)
-		return 0;
-	return errno;
+	return plk_sched_setattr(tid, a);
 }
 
 /* --- capability probe ------------------------------------------------ */
@@ -103,16 +77,20 @@ static bool in_initial_user_namespace(void)
 	return stat("/proc/self/ns/user", &st) != 0 || st.st_ino == PLK_USER_INIT_INO;
 }
 
-/* CAP_SYS_NICE in the effective set, where the kernel honours it. */
-static bool has_cap_sys_nice(void)
+/* CAP_SYS_NICE in the effective set (capget). */
+static bool cap_sys_nice_effective(void)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
-	if (syscall(SYS_capget, &hdr, data) != 0 ||
-	    !(data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
-		return false;
-	return in_initial_user_namespace();
+	return syscall(SYS_capget, &hdr, data) == 0 &&
+	       (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE));
+}
+
+/* CAP_SYS_NICE in the effective set, where the kernel honours it. */
+static bool has_cap_sys_nice(void)
+{
+	return cap_sys_nice_effective() && in_initial_user_namespace();
 }
 
 static bool rlimit_nonzero(int resource)
@@ -127,16 +105,90 @@ bool plk_sched_rt_permitted(void)
 	return has_cap_sys_nice() || rlimit_nonzero(RLIMIT_RTPRIO);
 }
 
-static bool probe_uclamp(void)
+/*
+ * A verdict, with its reason written only when there is a @v to write
+ * it in: the library's own probe passes none, and so formats nothing.
+ */
+static __attribute__((format(printf, 3, 4))) bool verdict(struct plk_cap_verdict *v, bool ok,
+                                                          const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v) {
+		v->ok = ok;
+		va_start(ap, fmt);
+		vsnprintf(v->why, sizeof(v->why), fmt, ap);
+		va_end(ap);
+	}
+	return ok;
+}
+
+static const char *errname(int err)
+{
+	const char *name = strerrorname_np(err);
+
+	return name ? name : "an unknown error";
+}
+
+/* uclamp: re-set the caller's own clamps (KEEP_ALL: the policy and nice
+ * stay; the same clamps: nothing changes if it works). */
+static bool probe_uclamp(struct plk_cap_verdict *v)
 {
 	struct plk_sched_attr a;
+	int err = plk_sched_getattr(0, &a);
 
-	if (sys_getattr(0, &a) != 0)
-		return false;
+	if (err)
+		return verdict(v, false, "sched_getattr returned %s: kernel older than 3.14",
+		               errname(err));
+	if (a.size < sizeof(a))
+		return verdict(v, false, "kernel too old for uclamp (sched_attr is %u bytes, uclamp "
+		               "needs %zu: Linux 5.3)", a.size, sizeof(a));
 	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
-	a.size = sizeof(a);
-	/* Re-set the clamps we already have: changes nothing if it works. */
-	return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	err = plk_sched_setattr(0, &a);
+	if (!err)
+		return verdict(v, true, "sched_setattr sets clamps (this thread's: min %u, max %u)",
+		               a.sched_util_min, a.sched_util_max);
+	if (err == EOPNOTSUPP)
+		return verdict(v, false, "kernel built without CONFIG_UCLAMP_TASK (sched_setattr "
+		               "returned EOPNOTSUPP)");
+	if (err == EINVAL || err == E2BIG)
+		return verdict(v, false, "kernel without uclamp flags, older than 5.3 (sched_setattr "
+		               "returned %s)", errname(err));
+	return verdict(v, false, "sched_setattr returned %s", errname(err));
+}
+
+/* Nice (@rt false) or RT boosts: CAP_SYS_NICE where the kernel honours
+ * it, or a non-zero RLIMIT_NICE / RLIMIT_RTPRIO.  The library trusts
+ * them; a boost the kernel still refuses is skipped and counted. */
+static bool probe_boost(struct plk_cap_verdict *v, bool rt, bool cap)
+{
+	const char *lim = rt ? "RLIMIT_RTPRIO" : "RLIMIT_NICE";
+	struct rlimit rl = { 0, 0 };
+	char limit[48];
+
+	getrlimit(rt ? RLIMIT_RTPRIO : RLIMIT_NICE, &rl);
+	if (!cap && rl.rlim_cur == 0) {
+		if (!v)
+			return false;
+		return verdict(v, false, "%s needs CAP_SYS_NICE or a non-zero %s; %s is 0 and "
+		               "CAP_SYS_NICE is %s (raise it with %s)",
+		               rt ? "an RT priority" : "lowering nice", lim, lim,
+		               !cap_sys_nice_effective() ? "not in the effective set"
+		               : "in the effective set but outside the initial user namespace, "
+		                 "where alone the kernel honours it",
+		               rt ? "ulimit -r 99, prlimit --rtprio=99 --pid PID, or an 'rtprio' line "
+		                    "in /etc/security/limits.conf"
+		                  : "ulimit -e 40, prlimit --nice=40 --pid PID, or a 'nice' line in "
+		                    "/etc/security/limits.conf");
+	}
+	if (!v)
+		return true;
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(limit, sizeof(limit), "%s unlimited", lim);
+	else
+		snprintf(limit, sizeof(limit), "%s %llu", lim, (unsigned long long)rl.rlim_cur);
+	return verdict(v, true, "%s%s%s", cap ? "CAP_SYS_NICE in the effective set (" : "", limit,
+	               cap ? ")" : "");
 }
 
 /*
@@ -274,18 +326,31 @@ static void read_capacity(long ncpus)
 	}
 }
 
-static void probe_caps(void)
+/* The probe: the kinds allowed, and with @v each one's reason. */
+static unsigned probe_kinds(struct plk_cap_verdict v[PLK_CAP_KINDS])
 {
 	unsigned caps = PROXYLOCK_DONATE_AFFINITY;
 	bool nice_cap = has_cap_sys_nice();
 
-	if (probe_uclamp())
+	if (probe_uclamp(v ? &v[PLK_CAP_UCLAMP] : NULL))
 		caps |= PROXYLOCK_DONATE_UCLAMP;
-	if (nice_cap || rlimit_nonzero(RLIMIT_NICE))
+	verdict(v ? &v[PLK_CAP_AFFINITY] : NULL, true, "always");
+	if (probe_boost(v ? &v[PLK_CAP_NICE] : NULL, false, nice_cap))
 		caps |= PROXYLOCK_DONATE_NICE;
-	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
+	if (probe_boost(v ? &v[PLK_CAP_RT] : NULL, true, nice_cap))
 		caps |= PROXYLOCK_DONATE_RT;
-	caps_cached = caps;
+	return caps;
+}
+
+static void probe_caps(void)
+{
+	caps_cached = probe_kinds(NULL);
+}
+
+unsigned plk_sched_caps_explain(struct plk_cap_verdict v[PLK_CAP_KINDS])
+{
+	memset(v, 0, sizeof(*v) * PLK_CAP_KINDS);
+	return probe_kinds(v);
 }
 
 /*
@@ -405,7 +470,7 @@ const struct plk_capacity_map *plk_sched_capacity(void)
 int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
 {
 	struct plk_sched_attr a;
-	int err = sys_getattr(tid, &a);
+	int err = plk_sched_getattr(tid, &a);
 
 	if (err)
 		return err;
@@ -415,7 +480,7 @@ int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
 	out->rt_prio = a.sched_priority;
 	out->umin = a.sched_util_min;
 	out->umax = a.sched_util_max;
-	out->flags = a.sched_flags & SCHED_FLAG_RESET_ON_FORK;
+	out->flags = a.sched_flags & PLK_SCHED_FLAG_RESET_ON_FORK;
 	/* Raw syscalls, never glibc's wrappers: under the interposer those
 	 * are ours and answer with the base (preload_sched.c). */
 	if (syscall(SYS_sched_getaffinity, tid, sizeof(out->cpus), &out->cpus) < 0)

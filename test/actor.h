@@ -51,13 +51,13 @@ static void *actor_main(void *p)
 		set_nice_self(a->nice);
 	}
 	if (a->umax > 0) {
-		struct test_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_OTHER,
-		                              .sched_flags = 0x60, /* UTIL_CLAMP_MIN|MAX */
-		                              .sched_nice = a->nice,
-		                              .sched_util_min = (uint32_t)a->umin,
-		                              .sched_util_max = (uint32_t)a->umax };
+		struct plk_sched_attr at = { .sched_policy = SCHED_OTHER,
+		                             .sched_flags = PLK_SCHED_FLAG_UTIL_CLAMP,
+		                             .sched_nice = a->nice,
+		                             .sched_util_min = (uint32_t)a->umin,
+		                             .sched_util_max = (uint32_t)a->umax };
 
-		ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &at, 0), 0);
+		ck_assert_int_eq(plk_sched_setattr(0, &at), 0);
 	}
 	a->base = kview_of(0);
 	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);

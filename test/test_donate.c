@@ -14,25 +14,16 @@ static int nice_of(pid_t tid)
 	return kview_of(tid).nice;
 }
 
-static void require_two_cpus_and_nice(void)
-{
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
-	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
-}
-
 /* --- capabilities ---------------------------------------------------- */
 
 START_TEST(caps_report_uclamp_exactly_when_the_kernel_accepts_it)
 {
-	struct test_sched_attr a;
+	struct plk_sched_attr a;
 	bool kernel_uclamp;
 
-	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0), 0);
-	a.size = sizeof(a);
-	a.sched_flags = 0x18 | 0x60;  /* KEEP_ALL | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-	kernel_uclamp = syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	ck_assert_int_eq(plk_sched_getattr(0, &a), 0);
+	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
+	kernel_uclamp = plk_sched_setattr(0, &a) == 0;
 	ck_assert_int_eq(!!(proxylock_caps() & PROXYLOCK_DONATE_UCLAMP), kernel_uclamp);
 	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_AFFINITY);
 	ck_assert_uint_eq(proxylock_donate_kinds() & ~proxylock_caps(), 0);
@@ -88,7 +79,7 @@ static void affinity_scenario(int want_a, int want_b)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 1, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
@@ -134,7 +125,7 @@ START_TEST(holder_at_nice_19_runs_at_the_waiters_nice_0_and_returns_to_19)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 19, -1);
 	actor_start(&w, 0, -1);
 	ck_assert_int_eq(h.base.nice, 19);
@@ -157,7 +148,7 @@ START_TEST(per_lock_attribute_none_lends_nothing)
 	proxylock_mutexattr_t attr;
 	proxylock_mutex_t m;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE), 0);
 	proxylock_mutex_init(&m, &attr);
@@ -171,7 +162,7 @@ START_TEST(per_lock_attribute_affinity_only_leaves_nice_alone)
 	proxylock_mutex_t m;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY);
 	proxylock_mutex_init(&m, &attr);
@@ -208,10 +199,9 @@ START_TEST(a_nice_boost_the_kernel_refuses_is_skipped_and_counted_not_an_error)
 	struct proxylock_stats st;
 	struct actor h, w;
 
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
 	/* Probed while privileged; then the privilege goes (as after a
 	 * setuid, or with an RLIMIT_NICE that allows only part of a boost). */
-	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_NICE);
+	require_nice_lending();
 	drop_cap_sys_nice();  /* per thread: the actors inherit it */
 	actor_start(&w, 0, 0);
 	actor_start(&h, 19, 1);
@@ -237,7 +227,7 @@ START_TEST(an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	require_rt_lending();
 	actor_start(&h, 10, -1);
 	memset(&w, 0, sizeof(w));
 	w.cpu = -1;
@@ -293,7 +283,7 @@ START_TEST(a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt)
 	uint64_t until;
 	struct kview v;
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	require_rt_lending();
 	actor_start(&h, 10, -1);
 	actor_do(&h, ACT_LOCK, &rtd_lock, 0);
 	ck_assert_int_eq(proxylock_mutex_lock(&rtd_gate), 0);
@@ -324,7 +314,7 @@ START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor a, b, c;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&a, 0, 0);   /* big: nice 0 on CPU 0 */
 	actor_start(&b, 19, 1);
 	actor_start(&c, 19, 1);
@@ -400,7 +390,7 @@ START_TEST(a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_NICE, 0);
 	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "H at nice %d, not X's 0",
 	              nice_of(h.tid));
@@ -426,7 +416,7 @@ START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1);
 	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H is not on X's CPU 0");
 	ck_assert_int_eq(nice_of(h.tid), 5);
@@ -448,7 +438,7 @@ START_TEST(a_lender_that_leaves_takes_its_rank_out_of_the_chain)
 	proxylock_mutexattr_t attr;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
 	proxylock_mutex_init(&l2, &attr);
@@ -488,7 +478,7 @@ START_TEST(a_lender_joining_a_blocked_chain_reaches_its_end)
 	proxylock_mutexattr_t attr;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
 	proxylock_mutex_init(&l2, &attr);
@@ -525,7 +515,7 @@ START_TEST(a_lender_joining_a_chain_reaches_an_rwlock_reader)
 	proxylock_mutexattr_t attr;
 	struct actor h, w, x;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
 	proxylock_mutex_init(&l2, &attr);
@@ -569,14 +559,14 @@ END_TEST
 START_TEST(a_sched_idle_holder_is_lifted_no_higher_than_its_waiter)
 {
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER;
-	struct test_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_IDLE, .sched_nice = 0 };
+	struct plk_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_IDLE, .sched_nice = 0 };
 	struct actor h, w;
 	struct kview v;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 0, 1);
 	actor_start(&w, 19, 1);
-	ck_assert_int_eq(syscall(SYS_sched_setattr, h.tid, &at, 0), 0);
+	ck_assert_int_eq(plk_sched_setattr(h.tid, &at), 0);
 	actor_do(&h, ACT_LOCK, &l1, 0);
 	actor_block_on(&w, ACT_LOCK, &l1);
 	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_OTHER, 2000), "H not lifted to OTHER");
@@ -596,7 +586,7 @@ START_TEST(releasing_one_of_two_held_locks_keeps_the_other_locks_donation)
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor t, w1, w2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	actor_start(&w1, 5, -1);
 	actor_start(&w2, 0, -1);
@@ -625,7 +615,7 @@ START_TEST(the_remaining_waiters_donation_moves_to_the_next_owner)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor t, w1, w2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	actor_start(&w1, 15, -1);
 	actor_start(&w2, 0, -1);
@@ -653,7 +643,7 @@ START_TEST(a_timed_out_waiter_withdraws_its_donation)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 19, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
@@ -680,7 +670,7 @@ START_TEST(a_holder_exiting_while_boosted_leaves_no_trace_on_its_waiter)
 	struct proxylock_stats st0, st1;
 	struct actor h, w, h2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	/* A holder that unlocks and exits at once. */
 	actor_start(&h, 19, 1);
 	actor_start(&w, 0, 0);
@@ -748,7 +738,7 @@ START_TEST(a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping)
 	struct proxylock_stats st;
 	struct actor a, b;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&a, 0, 0);
 	actor_start(&b, 19, 1);
 	actor_do(&a, ACT_LOCK, &l1, 0);
@@ -1066,7 +1056,7 @@ static void run_storm(int nlocks)
 	pthread_t th[RND_THREADS];
 	struct proxylock_stats st;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	for (int i = 0; i < RND_LOCKS; i++)
 		proxylock_mutex_init(&rnd_locks[i], NULL);
 	for (int i = 0; i < RND_THREADS; i++) {

@@ -170,7 +170,7 @@ grep -q 'PROXYLOCK-ARM64: EAS .* eas=1' "$work/serial" ||
 # The scenario's figures against the targets (reported, met or
 # missed) and generous bounds (asserted; TCG on a busy shared host is
 # noisy).  What held in every run here since the guest's housekeeping
-# (docs/design.md, "The big.LITTLE scenario"): uclamp alone moves 93-95%
+# (docs/results.md, "The big.LITTLE scenario"): uclamp alone moves 93-95%
 # of the critical section to big CPUs and cuts the big task's p99 wait to
 # 0.07-0.11x; without donation 0.0% runs on big, 7.7% once on a host with
 # load average 130 (0-18% before the housekeeping step: a default-clamped
