@@ -342,11 +342,9 @@ START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
 }
 END_TEST
 
-/* A chain X -> L2 (held by W) -> L1 (held by H), L2 lending @l2_kinds:
- * H nice 5 on @h_cpu, W nice 19 on CPU 1, X nice 0 on CPU 0.  Returns
- * with X and W blocked; chain_unwind releases it all. */
-static void chain_start(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
-                        proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu)
+/* The locks of a chain X -> L2 (held by W) -> L1 (held by H): L2 lends
+ * @l2_kinds, L1 everything. */
+static void chain_locks(proxylock_mutex_t *l1, proxylock_mutex_t *l2, unsigned l2_kinds)
 {
 	proxylock_mutexattr_t attr;
 
@@ -354,17 +352,41 @@ static void chain_start(struct actor *h, struct actor *w, struct actor *x, proxy
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, l2_kinds), 0);
 	proxylock_mutex_init(l2, &attr);
 	proxylock_mutex_init(l1, NULL);
+}
+
+/* Its threads: H nice 5 on @h_cpu, W nice 19 on @w_cpu, X nice 0 on CPU 0. */
+static void chain_actors(struct actor *h, struct actor *w, struct actor *x, int h_cpu, int w_cpu)
+{
+	require_nice_lending();
 	actor_start(h, 5, h_cpu);
-	actor_start(w, 19, 1);
+	actor_start(w, 19, w_cpu);
 	actor_start(x, 0, 0);
+}
+
+/* H takes L1 and W takes L2, with W on @w_cpu and H on @h_cpu. */
+static void chain_hold(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                       proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu, int w_cpu)
+{
+	chain_locks(l1, l2, l2_kinds);
+	chain_actors(h, w, x, h_cpu, w_cpu);
 	actor_do(h, ACT_LOCK, l1, 0);
 	actor_do(w, ACT_LOCK, l2, 0);
+}
+
+/* The chain built with X waiting first, W on CPU 1; chain_unwind
+ * releases it all. */
+static void chain_start(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                        proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu)
+{
+	chain_hold(h, w, x, l1, l2, l2_kinds, h_cpu, 1);
 	actor_block_on(x, ACT_LOCK, l2);  /* X waits on W */
 	actor_block_on(w, ACT_LOCK, l1);  /* W waits on H */
 }
 
-static void chain_unwind(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
-                         proxylock_mutex_t *l2)
+/* Unlock H's L1, then W's two locks, then X's L2 if @x_waits; every
+ * thread back at its base. */
+static void chain_unwind_x(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                           proxylock_mutex_t *l2, bool x_waits)
 {
 	actor_do(h, ACT_UNLOCK, l1, 0);
 	ck_assert(kview_equal(&h->after, &h->base));
@@ -372,11 +394,19 @@ static void chain_unwind(struct actor *h, struct actor *w, struct actor *x, prox
 	actor_do(w, ACT_UNLOCK, l1, 0);
 	actor_do(w, ACT_UNLOCK, l2, 0);
 	ck_assert(kview_equal(&w->after, &w->base));
-	ck_assert_int_eq(actor_wait(x), 0);
-	actor_do(x, ACT_UNLOCK, l2, 0);
+	if (x_waits) {
+		ck_assert_int_eq(actor_wait(x), 0);
+		actor_do(x, ACT_UNLOCK, l2, 0);
+	}
 	actor_quit(h);
 	actor_quit(w);
 	actor_quit(x);
+}
+
+static void chain_unwind(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                         proxylock_mutex_t *l2)
+{
+	chain_unwind_x(h, w, x, l1, l2, true);
 }
 
 /*
@@ -390,7 +420,6 @@ START_TEST(a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_NICE, 0);
 	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "H at nice %d, not X's 0",
 	              nice_of(h.tid));
@@ -416,7 +445,6 @@ START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
 	proxylock_mutex_t l1, l2;
 	struct actor h, w, x;
 
-	require_nice_lending();
 	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1);
 	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H is not on X's CPU 0");
 	ck_assert_int_eq(nice_of(h.tid), 5);
@@ -435,19 +463,9 @@ END_TEST
 START_TEST(a_lender_that_leaves_takes_its_rank_out_of_the_chain)
 {
 	proxylock_mutex_t l1, l2;
-	proxylock_mutexattr_t attr;
 	struct actor h, w, x;
 
-	require_nice_lending();
-	proxylock_mutexattr_init(&attr);
-	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
-	proxylock_mutex_init(&l2, &attr);
-	proxylock_mutex_init(&l1, NULL);
-	actor_start(&h, 5, 1);
-	actor_start(&w, 19, 0);
-	actor_start(&x, 0, 0);
-	actor_do(&h, ACT_LOCK, &l1, 0);
-	actor_do(&w, ACT_LOCK, &l2, 0);
+	chain_hold(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1, 0);
 	x.timeout_ns = 1500 * 1000000L;
 	actor_block_on(&x, ACT_TIMEDLOCK, &l2);
 	actor_block_on(&w, ACT_LOCK, &l1);
@@ -456,18 +474,12 @@ START_TEST(a_lender_that_leaves_takes_its_rank_out_of_the_chain)
 	ck_assert_msg(eventually(affinity_is(h.tid, 1, -1), 2000),
 	              "X left; H (nice %d) still on CPU 0, the CPU of W (nice %d) which it outranks",
 	              nice_of(h.tid), nice_of(w.tid));
-	actor_do(&h, ACT_UNLOCK, &l1, 0);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_UNLOCK, &l1, 0);
-	actor_do(&w, ACT_UNLOCK, &l2, 0);
-	actor_quit(&h);
-	actor_quit(&w);
-	actor_quit(&x);
+	chain_unwind_x(&h, &w, &x, &l1, &l2, false);
 }
 END_TEST
 
 /*
- * the same chain built in the other order.  W (nice 19, CPU 0)
+ * The same chain built in the other order.  W (nice 19, CPU 0)
  * already waits on L1, held by H (nice 5, CPU 1): no CPUs.  Then X (nice
  * 0, CPU 0) waits on L2 (CPUs only), held by W: X outranks H, so X's
  * CPU 0 must reach H, as it does when X waits first (C2's test).
@@ -475,60 +487,34 @@ END_TEST
 START_TEST(a_lender_joining_a_blocked_chain_reaches_its_end)
 {
 	proxylock_mutex_t l1, l2;
-	proxylock_mutexattr_t attr;
 	struct actor h, w, x;
 
-	require_nice_lending();
-	proxylock_mutexattr_init(&attr);
-	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
-	proxylock_mutex_init(&l2, &attr);
-	proxylock_mutex_init(&l1, NULL);
-	actor_start(&h, 5, 1);
-	actor_start(&w, 19, 0);
-	actor_start(&x, 0, 0);
-	actor_do(&h, ACT_LOCK, &l1, 0);
-	actor_do(&w, ACT_LOCK, &l2, 0);
+	chain_hold(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1, 0);
 	actor_block_on(&w, ACT_LOCK, &l1);
 	usleep(50000);
 	ck_assert_msg(affinity_is(h.tid, 1, -1), "W alone moved H");
 	actor_block_on(&x, ACT_LOCK, &l2);
 	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000),
 	              "X (nice 0, CPU 0) waits through W; H (nice %d) not on CPU 0", nice_of(h.tid));
-	actor_do(&h, ACT_UNLOCK, &l1, 0);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_do(&w, ACT_UNLOCK, &l1, 0);
-	actor_do(&w, ACT_UNLOCK, &l2, 0);
-	ck_assert_int_eq(actor_wait(&x), 0);
-	actor_do(&x, ACT_UNLOCK, &l2, 0);
-	actor_quit(&h);
-	actor_quit(&w);
-	actor_quit(&x);
+	chain_unwind(&h, &w, &x, &l1, &l2);
 }
 END_TEST
 
-/* The same chain as the one above, with H one of two readers of a writer-preferring rwlock
+/* The chain above, H one of two readers of a writer-preferring rwlock
  * that W waits to write. */
 START_TEST(a_lender_joining_a_chain_reaches_an_rwlock_reader)
 {
-	proxylock_mutex_t l2;
+	proxylock_mutex_t l2, unused;
 	proxylock_rwlock_t rw;
-	proxylock_mutexattr_t attr;
-	struct actor h, w, x;
-
-	require_nice_lending();
-	proxylock_mutexattr_init(&attr);
-	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY), 0);
-	proxylock_mutex_init(&l2, &attr);
 	proxylock_rwlockattr_t rwa;
-	struct actor h2;
+	struct actor h, h2, w, x;
 
+	chain_locks(&unused, &l2, PROXYLOCK_DONATE_AFFINITY);
 	proxylock_rwlockattr_init(&rwa);
 	ck_assert_int_eq(proxylock_rwlockattr_setkind(&rwa, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE), 0);
 	ck_assert_int_eq(proxylock_rwlock_init(&rw, &rwa), 0);
-	actor_start(&h, 5, 1);
+	chain_actors(&h, &w, &x, 1, 0);
 	actor_start(&h2, 5, 1);
-	actor_start(&w, 19, 0);
-	actor_start(&x, 0, 0);
 	actor_do(&h, ACT_RDLOCK, &rw, 0);
 	actor_do(&h2, ACT_RDLOCK, &rw, 0);
 	actor_do(&w, ACT_LOCK, &l2, 0);
