@@ -178,6 +178,8 @@ struct proxylock_stats {
 	uint64_t chain_steps;    /* owner-chain steps walked */
 	uint64_t chain_truncated; /* walks cut at PROXYLOCK_CHAIN_MAX */
 	uint64_t owner_dead;     /* waiters that found their lock's owner had exited */
+	uint64_t lent_cond;      /* donations through a condvar's waiters to its wakers */
+	uint64_t lent_sem;       /* donations through a semaphore's waiters to its posters */
 };
 
 /* Longest owner chain a donation follows. */

@@ -35,9 +35,13 @@
  * lock L in T.held is written only under L's bucket lock):
  *  I1  T.held has an entry for L only while T owns L with PLK_WAITERS
  *      set, or is inside unlock(L) between releasing the word and
- *      returning; so when T holds no lock with blocked waiters (and is
- *      not mid-unlock), E(T) = B(T), and once T's token is free the
- *      kernel's view equals B(T).  T's own unlock applies its withdrawal
+ *      returning, or while L is the queue key of a condvar or semaphore
+ *      with waiters queued and T one of its wakers (wakers.c, K1), or L
+ *      is an explicit lend's handle, begun and not ended (lendto.c,
+ *      X1); so when T holds no lock with blocked waiters (and is not
+ *      mid-unlock), wakes no waiting thread and is lent to by no one,
+ *      E(T) = B(T), and once T's token is free the kernel's view equals
+ *      B(T).  T's own unlock applies its withdrawal
  *      before returning; if another thread holds T's token, T waits for
  *      it (plk_donate_withdraw), and a waiter leaving an empty queue
  *      leaves PLK_WAITERS set so that T's unlock takes this path (M2).
@@ -254,9 +258,9 @@ void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int
 		return;
 	}
 	changed = held_set(o, lock, l);
-	/* The lock it waits on, for the chain walk: read here, where the
+	/* The queue it waits on, for the chain walk: read here, where the
 	 * record is known to be @owner's. */
-	next = changed ? plk_blocked_mutex(o) : NULL;
+	next = changed ? plk_blocked_key(o) : NULL;
 	if (apply_due(o))
 		defer(o, owner, next, depth);
 	plk_thread_unlock(o);
@@ -299,6 +303,10 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
 		return 0;
 	}
 	plk_stat_inc(donations);
+	if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_COND_TAG)
+		plk_stat_inc(lent_cond);  /* wakers.c: a condvar's waiters */
+	else if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_SEM_TAG)
+		plk_stat_inc(lent_sem);
 	if (kinds & PROXYLOCK_DONATE_UCLAMP)
 		plk_stat_inc(lent_uclamp);
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)

@@ -740,7 +740,10 @@ PLK_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 		return plk_real()->cond_destroy(c);
 	/* Not proxylock_cond_destroy: glibc leaves a destroyed condvar usable
 	 * enough that programs get away with it, and so do we. */
-	return __atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+	if (__atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	plk_cond_forget((proxylock_cond_t *)c);
+	return 0;
 }
 
 PLK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm)

@@ -9,11 +9,6 @@
 
 #include "actor.h"
 
-static int nice_of(pid_t tid)
-{
-	return kview_of(tid).nice;
-}
-
 static void require_two_cpus_and_nice(void)
 {
 	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");

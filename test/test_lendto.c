@@ -8,24 +8,12 @@
 
 #include "actor.h"
 
-static void require_two_cpus_and_nice(void)
-{
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
-	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
-}
-
-static int nice_of(pid_t tid)
-{
-	return kview_of(tid).nice;
-}
-
 START_TEST(a_lend_raises_the_target_to_the_callers_nice_and_end_restores_it_exactly)
 {
 	proxylock_lend_t l;
 	struct actor t;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_ALL, &l), 0);
 	ck_assert_int_eq(nice_of(t.tid), 0);
@@ -44,7 +32,7 @@ START_TEST(nested_lends_are_restored_one_by_one_in_either_order)
 	proxylock_lend_t outer, inner;
 	struct actor t;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	pin_self(0);
 	actor_start(&t, 19, 1);
 	for (int order = 0; order < 2; order++) {
@@ -85,7 +73,7 @@ START_TEST(bad_input_gets_a_clear_error_and_lends_nothing)
 	struct actor t, other;
 	pid_t child;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_ALL, NULL), EINVAL);
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, 0x10, &l), EINVAL);
@@ -126,7 +114,7 @@ START_TEST(more_than_eight_nested_lends_is_eagain_and_lends_nothing_more)
 	proxylock_lend_t l[9];
 	struct actor t;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	for (int i = 0; i < 8; i++)
 		ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_NICE, &l[i]), 0);
@@ -145,7 +133,7 @@ START_TEST(a_lend_to_a_thread_blocked_on_a_mutex_reaches_the_mutex_owner)
 	struct actor t, owner;
 	proxylock_lend_t l;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&owner, 19, -1);
 	actor_start(&t, 19, -1);
 	actor_do(&owner, ACT_LOCK, &m, 0);
@@ -180,7 +168,7 @@ START_TEST(a_lender_that_exits_without_ending_leaves_its_target_restored)
 	struct actor t;
 	pthread_t th;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	exit_target = t.tid;
 	ck_assert_int_eq(pthread_create(&th, NULL, lend_and_exit, NULL), 0);
@@ -200,7 +188,7 @@ START_TEST(a_fork_child_ends_a_lend_of_its_parent_harmlessly)
 	int status;
 	pid_t child;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_NICE, &l), 0);
 	if ((child = fork()) == 0)
