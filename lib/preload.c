@@ -239,6 +239,13 @@ static void resolve_functions(void)
 	RESOLVE(mutex_clocklock, SINCE_2_30("pthread_mutex_clocklock"), NULL);
 	RESOLVE(cond_clockwait, SINCE_2_30("pthread_cond_clockwait"), NULL);
 	resolve_rwlock_functions();
+	RESOLVE(sem_wait, "sem_wait", NULL);
+	RESOLVE(sem_trywait, "sem_trywait", NULL);
+	RESOLVE(sem_timedwait, "sem_timedwait", NULL);
+	RESOLVE(sem_clockwait, SINCE_2_30("sem_clockwait"), NULL);
+	RESOLVE(sem_post, "sem_post", NULL);
+	RESOLVE(sem_init, "sem_init", NULL);
+	RESOLVE(sem_destroy, "sem_destroy", NULL);
 }
 
 static void res_advance(uint32_t state)
