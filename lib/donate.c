@@ -126,7 +126,7 @@ static void recompute(struct plk_thread *t)
 	plk_lend_init(&all);
 	for (int i = 0; i < t->nheld; i++)
 		plk_lend_merge(&all, &t->held[i].lend);
-	plk_lend_combine(&t->base, &all, &env, &eff);
+	plk_lend_combine(&t->base, &all, &env, &eff, &t->eff_cpu_rank);
 	if (!plk_sched_equal(&eff, &t->eff)) {
 		t->eff = eff;
 		t->gen++;
@@ -242,7 +242,7 @@ bool plk_donate_next_deferred(struct plk_apply *out)
 void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
 {
 	plk_ilock_lock(&w->lock);
-	plk_lend_add(l, &w->eff, kinds);
+	plk_lend_add_ranked(l, &w->eff, w->eff_cpu_rank, kinds);
 	plk_ilock_unlock(&w->lock);
 }
 

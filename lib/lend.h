@@ -42,8 +42,21 @@ PLK_HIDDEN uint64_t plk_lend_rank(const struct plk_sched_ctx *c);
 /** plk_lend_init - an empty lend: the identity of plk_lend_add/merge. */
 PLK_HIDDEN void plk_lend_init(struct plk_lend *l);
 
-/** plk_lend_add - fold waiter context @w, for @kinds, into @l. */
+/**
+ * plk_lend_add - fold waiter context @w, for @kinds, into @l; its CPUs
+ * rank as @w itself (plk_lend_rank(@w)): right for a waiter that is lent
+ * nothing, and for a fold's own context.
+ */
 PLK_HIDDEN void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds);
+
+/**
+ * plk_lend_add_ranked - plk_lend_add, with @w's CPUs of rank @cpu_rank:
+ * for a waiter's effective context E(W), the rank of the thread whose
+ * CPUs E(W) has (plk_lend_combine's *cpu_rank), not E(W)'s own rank, so
+ * that a chain never lends one thread's CPUs with another's rank.
+ */
+PLK_HIDDEN void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w,
+                                    uint64_t cpu_rank, unsigned kinds);
 
 /** plk_lend_merge - fold lend @l (another lock's) into @into. */
 PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
@@ -51,11 +64,14 @@ PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
 /**
  * plk_lend_combine - E(T): base @base with lend @l on top, under @env's
  * affinity policy, cpuset and CPU capacities, into *@out.  CPUs are lent
- * only if @l's top-ranked waiters outrank @base.  A SCHED_DEADLINE base
- * is returned unchanged.
+ * only if @l's top-ranked waiters outrank @base and the capacity rule
+ * allows.  A SCHED_DEADLINE base is returned unchanged.  If @cpu_rank is
+ * not NULL, *@cpu_rank receives the rank of the CPUs in *@out: @l's
+ * cpu_rank if they were lent, else plk_lend_rank(@base).
  */
 PLK_HIDDEN void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
-                                 const struct plk_lend_env *env, struct plk_sched_ctx *out);
+                                 const struct plk_lend_env *env, struct plk_sched_ctx *out,
+                                 uint64_t *cpu_rank);
 
 /**
  * plk_lend_kinds_changed - the PROXYLOCK_DONATE_* kinds in which context

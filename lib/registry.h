@@ -68,6 +68,7 @@ struct plk_thread {
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
+	uint64_t eff_cpu_rank;         /* rank of the thread whose CPUs eff has (lend.h) */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
 	uint64_t gen;                  /* bumped whenever eff changes */
 	uint64_t applied_gen;          /* the gen of eff that applied is */

@@ -181,11 +181,7 @@ static void read_cpuset(void)
 {
 	struct bitmask *bm = NULL;
 	FILE *f;
-	int cancel;
 
-	/* Run from inside lock calls, which are no cancellation point:
-	 * fopen and fgets are, so a pending cancel must wait. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	CPU_ZERO(&cpuset_allowed);
 	if (find_cpuset_path() && (f = fopen(cpuset_path, "re"))) {
 		if (fgets(cgroup_line, sizeof(cgroup_line), f) && cgroup_line[0] != '\n') {
@@ -199,7 +195,6 @@ static void read_cpuset(void)
 			CPU_SET(cpu, &cpuset_allowed);
 	if (bm)
 		numa_bitmask_free(bm);
-	pthread_setcancelstate(cancel, NULL);
 }
 
 /* The CPUs of each NUMA node, for PROXYLOCK_AFFINITY_NODE: read here,
@@ -235,36 +230,38 @@ static void read_numa(void)
 }
 
 /* Each CPU's capacity, for the lend's capacity rule (lend.c): read here,
- * once, so that no lend reads sysfs.  A CPU whose file is missing or
- * unreadable has capacity 0 (unknown) and differs from none. */
+ * once, so that no lend reads sysfs.  A configured CPU whose file is
+ * missing or unreadable has the capacity the kernel gives a CPU its
+ * architecture says nothing of, SCHED_CAPACITY_SCALE (1024): never "the
+ * smallest", which would let a lend take a holder off it. */
 static char capacity_path[64];
+
+static uint16_t read_one_capacity(long cpu)
+{
+	char buf[16];
+	ssize_t n;
+	long cap;
+	int fd;
+
+	snprintf(capacity_path, sizeof(capacity_path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity",
+	         cpu);
+	fd = open(capacity_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return PLK_CAPACITY_SCALE;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return PLK_CAPACITY_SCALE;
+	buf[n] = '\0';
+	cap = strtol(buf, NULL, 10);
+	return cap <= 0 || cap > PLK_CAPACITY_SCALE ? PLK_CAPACITY_SCALE : (uint16_t)cap;
+}
 
 static void read_capacity(long ncpus)
 {
-	uint16_t first = 0;
-
 	for (long cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
-		char buf[16];
-		ssize_t n;
-		int fd;
-
-		snprintf(capacity_path, sizeof(capacity_path),
-		         "/sys/devices/system/cpu/cpu%ld/cpu_capacity", cpu);
-		fd = open(capacity_path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		long cap = strtol(buf, NULL, 10);
-		if (cap <= 0 || cap > 1024)
-			continue;
-		capacity_map.of[cpu] = (uint16_t)cap;
-		if (first == 0)
-			first = (uint16_t)cap;
-		else if (cap != first)
+		capacity_map.of[cpu] = read_one_capacity(cpu);
+		if (capacity_map.of[cpu] != capacity_map.of[0])
 			capacity_map.differ = true;
 	}
 }
@@ -310,8 +307,14 @@ static bool numa_initialised(void)
 	return numa_num_possible_cpus() > 0;
 }
 
+/* Run from inside lock calls, which are no cancellation point: open,
+ * read, close, fopen and fgets are, so a pending cancel waits until the
+ * probe is done. */
 static void places_once_run(void)
 {
+	int cancel;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (numa_initialised()) {
 		read_cpuset();
 		read_numa();
@@ -327,6 +330,7 @@ static void places_once_run(void)
 			numa_map.node_of[cpu] = -1;
 		read_capacity(n);
 	}
+	pthread_setcancelstate(cancel, NULL);
 	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
 }
 

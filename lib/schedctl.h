@@ -40,12 +40,14 @@ struct plk_numa_map {
 };
 
 /* Each CPU's capacity (/sys/devices/system/cpu/cpuN/cpu_capacity, 0..1024),
- * read once with the cpuset (schedctl.c's probe).  differ: false where
- * every known CPU has the same capacity or none is known; then the lend
- * ignores capacities (lend.c). */
+ * read once with the cpuset (schedctl.c's probe; a CPU without the file
+ * has PLK_CAPACITY_SCALE, as in the kernel).  differ: false where every
+ * configured CPU has the same capacity; then the lend ignores capacities
+ * (lend.c). */
+#define PLK_CAPACITY_SCALE 1024
 struct plk_capacity_map {
 	bool differ;
-	uint16_t of[CPU_SETSIZE];            /* 0: unknown */
+	uint16_t of[CPU_SETSIZE];            /* 0: not a configured CPU */
 };
 
 /**

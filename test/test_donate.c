@@ -347,6 +347,89 @@ START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
 }
 END_TEST
 
+/* A chain X -> L2 (held by W) -> L1 (held by H), L2 lending @l2_kinds:
+ * H nice 5 on @h_cpu, W nice 19 on CPU 1, X nice 0 on CPU 0.  Returns
+ * with X and W blocked; chain_unwind releases it all. */
+static void chain_start(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                        proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu)
+{
+	proxylock_mutexattr_t attr;
+
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, l2_kinds), 0);
+	proxylock_mutex_init(l2, &attr);
+	proxylock_mutex_init(l1, NULL);
+	actor_start(h, 5, h_cpu);
+	actor_start(w, 19, 1);
+	actor_start(x, 0, 0);
+	actor_do(h, ACT_LOCK, l1, 0);
+	actor_do(w, ACT_LOCK, l2, 0);
+	actor_block_on(x, ACT_LOCK, l2);  /* X waits on W */
+	actor_block_on(w, ACT_LOCK, l1);  /* W waits on H */
+}
+
+static void chain_unwind(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                         proxylock_mutex_t *l2)
+{
+	actor_do(h, ACT_UNLOCK, l1, 0);
+	ck_assert(kview_equal(&h->after, &h->base));
+	ck_assert_int_eq(actor_wait(w), 0);
+	actor_do(w, ACT_UNLOCK, l1, 0);
+	actor_do(w, ACT_UNLOCK, l2, 0);
+	ck_assert(kview_equal(&w->after, &w->base));
+	ck_assert_int_eq(actor_wait(x), 0);
+	actor_do(x, ACT_UNLOCK, l2, 0);
+	actor_quit(h);
+	actor_quit(w);
+	actor_quit(x);
+}
+
+/*
+ * Review finding C1 of issue 30: W, a nice-19 thread on CPU 1, is lent
+ * nice 0 by X through a lock that lends only nice.  E(W) then outranks H
+ * (nice 5), but CPU 1 is W's own, a nice-19 thread's: H gets the nice
+ * through the chain and stays on its CPU 0.
+ */
+START_TEST(a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	require_two_cpus_and_nice();
+	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_NICE, 0);
+	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "H at nice %d, not X's 0",
+	              nice_of(h.tid));
+	for (int i = 0; i < 20; i++) {
+		struct kview v = kview_of(h.tid);
+
+		ck_assert_msg(affinity_is(h.tid, 0, -1), "H moved off CPU 0 (%d CPUs, CPU 1 %s)",
+		              CPU_COUNT(&v.cpus), CPU_ISSET(1, &v.cpus) ? "among them" : "not");
+		usleep(1000);
+	}
+	chain_unwind(&h, &w, &x, &l1, &l2);
+}
+END_TEST
+
+/*
+ * Review finding C2 of issue 30: X (nice 0, CPU 0) waits on W through a
+ * lock that lends only CPUs, so W stays at nice 19 on X's CPU; W waits
+ * on H (nice 5, CPU 1).  X outranks H, so X's CPU reaches H through W,
+ * whose own rank would lend nothing.
+ */
+START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	require_two_cpus_and_nice();
+	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H is not on X's CPU 0");
+	ck_assert_int_eq(nice_of(h.tid), 5);
+	ck_assert_int_eq(nice_of(w.tid), 19);
+	chain_unwind(&h, &w, &x, &l1, &l2);
+}
+END_TEST
+
 START_TEST(releasing_one_of_two_held_locks_keeps_the_other_locks_donation)
 {
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
@@ -873,6 +956,8 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs);
 	tcase_add_test(tc, a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt);
 	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
+	tcase_add_test(tc, a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks);
+	tcase_add_test(tc, a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
 	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);
 	tcase_add_test(tc, a_timed_out_waiter_withdraws_its_donation);

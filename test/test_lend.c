@@ -191,7 +191,7 @@ static struct plk_sched_ctx lent(const struct plk_sched_ctx *base, const struct 
 	struct plk_lend l = lend_of(w, n, kinds);
 	struct plk_sched_ctx out;
 
-	plk_lend_combine(base, &l, &env_waiters, &out);
+	plk_lend_combine(base, &l, &env_waiters, &out, NULL);
 	return out;
 }
 
@@ -202,7 +202,7 @@ static struct plk_sched_ctx combine_env(const struct plk_sched_ctx *base, const 
 
 	/* Garbage in *out must not leak into the result. */
 	memset(&out, 0xa5, sizeof(out));
-	plk_lend_combine(base, l, env, &out);
+	plk_lend_combine(base, l, env, &out, NULL);
 	return out;
 }
 
@@ -763,21 +763,35 @@ START_TEST(where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus)
 	struct plk_lend_env env = { .affinity = PROXYLOCK_AFFINITY_WAITERS, .capacity = &cap };
 	struct plk_sched_ctx got;
 
+	/* WAITERS means "only where the waiters run": all slower, so the
+	 * holder keeps its own CPUs (it was moved to CPUs 0 and 4 before:
+	 * the add-back made WAITERS a union). */
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(0, 4), "WAITERS, big holder, little waiter: big CPU kept");
+	assert_cpus(got, CPUS(0), "WAITERS, big holder, little waiter: no CPU lent");
 	env.affinity = PROXYLOCK_AFFINITY_UNION;
 	got = combine_env(&big, &l, &env);
 	assert_cpus(got, CPUS(0, 4), "UNION");
-	/* The best the base may use: only its best CPUs come back, and only
-	 * those within the cpuset. */
+	/* NODE (no NUMA map here: the union) keeps the base's best CPUs, and
+	 * only those within the cpuset. */
 	big.cpus = CPUS(0, 1, 2, 3);
 	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(0, 1, 4), "base on 0-3");
+	assert_cpus(got, CPUS(0, 1, 2, 3), "WAITERS, base on 0-3: no CPU lent");
+	struct plk_numa_map numa = { .nnodes = 2 };
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		numa.node_of[cpu] = cpu < 4 ? 0 : 1;
+	numa.cpus_of[0] = CPUS(0, 1, 2, 3);
+	numa.cpus_of[1] = CPUS(4, 5, 6, 7);
+	env.affinity = PROXYLOCK_AFFINITY_NODE;
+	env.numa = &numa;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 1, 4), "NODE, base on 0-3: the waiter's node plus the base's best");
 	cpu_set_t allowed = CPUS(1, 2, 3, 4);
 	env.allowed = &allowed;
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(1, 4), "base on 0-3, cpuset 1-4");
+	assert_cpus(got, CPUS(1, 4), "NODE, base on 0-3, cpuset 1-4");
+	env.numa = NULL;
+	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
 	env.allowed = NULL;
 	/* A waiter on a CPU as big as the holder's best moves it there. */
 	little.cpus = CPUS(1, 5);
@@ -1230,11 +1244,11 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	struct plk_lend l1, l2;
 
 	l1 = lend_of(&w, 1, ALL);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	want = with_cpus(with_uclamp(rt(SCHED_FIFO, 50), 800, 1024), CPUS(3));
 	assert_ctx_eq(&et, &want, "E(T)");
 	l2 = lend_of(&et, 1, ALL);  /* L2's lend folds E(T), not B(T) */
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = with_cpus(with_uclamp(rt(SCHED_FIFO, 50), 800, 1024), CPUS(3));
 	want.nice = 5;
 	assert_ctx_eq(&ev, &want, "E(V): W's boost through T");
@@ -1244,18 +1258,18 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	bt = fair(SCHED_IDLE, 19);
 	bv = fair(SCHED_IDLE, 10);
 	l1 = lend_of(&w, 1, N);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	l2 = lend_of(&et, 1, N);
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = fair(SCHED_OTHER, -12);
 	assert_ctx_eq(&ev, &want, "E(V): W's nice through T");
 
 	/* A kind the middle lock does not lend stops there. */
 	w = with_uclamp(fair(SCHED_OTHER, -12), 900, 1024);
 	l1 = lend_of(&w, 1, U | N);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	l2 = lend_of(&et, 1, U);
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = with_uclamp(bv, 900, 1024);
 	assert_ctx_eq(&ev, &want, "E(V): nice stops at a uclamp-only L2");
 
@@ -1268,14 +1282,87 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	plk_lend_init(&all);
 	plk_lend_merge(&all, &l1);
 	plk_lend_merge(&all, &lx);
-	plk_lend_combine(&bt, &all, &env_waiters, &et);  /* T holds L1 and LX */
+	plk_lend_combine(&bt, &all, &env_waiters, &et, NULL);  /* T holds L1 and LX */
 	l2 = lend_of(&et, 1, R);
-	plk_lend_combine(&bu, &l2, &env_waiters, &eu);
+	plk_lend_combine(&bu, &l2, &env_waiters, &eu, NULL);
 	struct plk_lend l3 = lend_of(&eu, 1, R);
-	plk_lend_combine(&bv, &l3, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l3, &env_waiters, &ev, NULL);
 	want = rt(SCHED_RR, 70);
 	want.nice = bv.nice;
 	assert_ctx_eq(&ev, &want, "E(V) three hops from X");
+}
+END_TEST
+
+/* E(T) and the rank of its CPUs, for a chain's next fold. */
+static struct plk_lend chain_hop(const struct plk_sched_ctx *bt, const struct plk_lend *l,
+                                 unsigned next_kinds, struct plk_sched_ctx *et)
+{
+	struct plk_lend next;
+	uint64_t rank;
+
+	plk_lend_combine(bt, l, &env_waiters, et, &rank);
+	plk_lend_init(&next);
+	plk_lend_add_ranked(&next, et, rank, next_kinds);
+	return next;
+}
+
+START_TEST(a_chain_lends_cpus_with_the_rank_of_the_thread_they_belong_to)
+{
+	/* X waits on L2, held by W; W waits on L1, held by H. */
+	struct plk_sched_ctx x = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx bw = with_cpus(fair(SCHED_OTHER, 19), CPUS(1));
+	struct plk_sched_ctx bh = with_cpus(fair(SCHED_OTHER, 5), CPUS(2));
+	struct plk_sched_ctx ew, eh, want;
+	struct plk_lend l1, l2;
+
+	/* L2 lends nice only: W runs at X's nice 0 on its own CPU 1, a
+	 * nice-19 thread's CPU.  H (nice 5) is outranked by E(W) but not by
+	 * the owner of CPU 1: it gets the nice and keeps its CPU. */
+	l2 = lend_of(&x, 1, N);
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(1), "E(W)");
+	ck_assert_int_eq(ew.nice, 0);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(fair(SCHED_OTHER, 0), CPUS(2));
+	assert_ctx_eq(&eh, &want, "E(H): X's nice through W, not W's CPU");
+
+	/* L2 lends CPUs only: W moves to X's CPU 0 at its own nice 19, and
+	 * H gets X's CPU, X outranking H: the chain carries X's rank. */
+	l2 = lend_of(&x, 1, A);
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(0), "E(W)");
+	ck_assert_int_eq(ew.nice, 19);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(fair(SCHED_OTHER, 5), CPUS(0));
+	assert_ctx_eq(&eh, &want, "E(H): X's CPU through W");
+
+	/* Uclamp alone raises W above H, whose CPUs stay its own. */
+	struct plk_sched_ctx big = with_cpus(with_uclamp(fair(SCHED_OTHER, 19), 1024, 1024), CPUS(0));
+	bw = with_cpus(fair(SCHED_OTHER, 0), CPUS(1));
+	bh = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 512, 1024), CPUS(2));
+	l2 = lend_of(&big, 1, ALL);  /* big does not outrank W: no CPUs */
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(1), "E(W)");
+	ck_assert_int_eq(ew.umin, 1024);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 1024, 1024), CPUS(2));
+	assert_ctx_eq(&eh, &want, "E(H): big's uclamp through W, not W's CPU");
+}
+END_TEST
+
+START_TEST(a_sched_idle_waiter_lends_no_nice_better_than_19)
+{
+	struct plk_sched_ctx idle = fair(SCHED_IDLE, 0);  /* nice 0 is latent under IDLE */
+	struct plk_sched_ctx holder = fair(SCHED_OTHER, 10), got;
+
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "an OTHER nice-10 holder, a SCHED_IDLE waiter");
+	holder = fair(SCHED_BATCH, 19);
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "a BATCH nice-19 holder, a SCHED_IDLE waiter");
+	holder = fair(SCHED_IDLE, 19);
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "an IDLE nice-19 holder, a SCHED_IDLE nice-0 waiter");
 }
 END_TEST
 
@@ -1374,6 +1461,8 @@ static Suite *lend_suite(void)
 	tcase_add_test(tc, waiters_that_do_not_outrank_the_holder_lend_no_cpus);
 	tcase_add_test(tc, plk_lend_rank_follows_the_stated_order);
 	tcase_add_test(tc, a_chain_passes_the_waiters_context_through_an_intermediate_owner);
+	tcase_add_test(tc, a_chain_lends_cpus_with_the_rank_of_the_thread_they_belong_to);
+	tcase_add_test(tc, a_sched_idle_waiter_lends_no_nice_better_than_19);
 	tcase_add_test(tc, plk_lend_kinds_changed_names_exactly_the_kinds_that_differ);
 	suite_add_tcase(s, tc);
 	return s;
