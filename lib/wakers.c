@@ -125,6 +125,7 @@ bool plk_wakers_prepare(const void *key)
 	int n = 0;
 
 	(void)plk_config();  /* read once, here: not under a lock */
+	(void)plk_tid();     /* cached here: plk_wakers_note reads it under the bucket */
 	plk_sched_probe();
 	if (!proxylock_donate_kinds() || !(e = find(key)))
 		return false;

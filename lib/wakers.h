@@ -23,7 +23,8 @@
  * bucket on a path that may lend through it: run the capability probe,
  * read the configuration, and, if @key has wakers (read without the
  * lock: a hint), make sure records for them can be made without a
- * syscall.  True if it has any and something may be lent.
+ * syscall; the caller's TID is cached (plk_wakers_note reads it).  True
+ * if it has any and something may be lent.
  */
 PLK_HIDDEN bool plk_wakers_prepare(const void *key);
 
