@@ -27,6 +27,7 @@
 #include <sys/single_threaded.h>
 
 #include "donate.h"
+#include "lendto.h"
 #include "observe.h"
 #include "rdset.h"
 #include "registry.h"
@@ -67,6 +68,7 @@ static void fork_child(void)
 	plk_rdset_fork_child();  /* after the TID is renewed */
 	plk_waitq_fork_child();
 	plk_wakers_fork_child();
+	plk_lendto_fork_child();
 	plk_stats_fork_child();
 	if (fork_base_copied)
 		plk_donate_fork_child(&fork_copy);
