@@ -33,8 +33,9 @@
  *
  * Invariants (stated and argued once, in docs/design.md, "Invariants
  * (donation)"; cited here by name):
- *  I1  a thread holding no lock with waiters is lent nothing, and its
- *      unlock returns with the kernel at its base
+ *  I1  a thread holding no lock with waiters, waking no waiting thread
+ *      and lent to by no one is lent nothing, and its unlock returns
+ *      with the kernel at its base
  *  I2  T.applied is what the kernel has; calls only for fields that differ
  *  I3  no donation to a former owner
  *  I4  B(T) is read only by the token holder with nothing of ours in the
@@ -228,9 +229,9 @@ void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int
 		return;
 	}
 	changed = held_set(o, lock, l);
-	/* The lock it waits on, for the chain walk: read here, where the
+	/* The queue it waits on, for the chain walk: read here, where the
 	 * record is known to be @owner's. */
-	next = changed ? plk_blocked_mutex(o) : NULL;
+	next = changed ? plk_blocked_key(o) : NULL;
 	if (apply_due(o))
 		defer(o, owner, next, depth);
 	plk_thread_unlock(o);
@@ -245,7 +246,7 @@ void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 
 	if (!t)
 		return;
-	next = held_set(t, lock, &none) ? plk_blocked_mutex(t) : NULL;
+	next = held_set(t, lock, &none) ? plk_blocked_key(t) : NULL;
 	if (apply_due(t))
 		defer(t, tid, next, 0);
 	plk_thread_unlock(t);
@@ -275,6 +276,10 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
 		return 0;
 	}
 	plk_stat_inc(donations);
+	if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_COND_TAG)
+		plk_stat_inc(lent_cond);  /* wakers.c: a condvar's waiters */
+	else if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_SEM_TAG)
+		plk_stat_inc(lent_sem);
 	if (kinds & PROXYLOCK_DONATE_UCLAMP)
 		plk_stat_inc(lent_uclamp);
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)
@@ -637,8 +642,8 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	/* If T waits on a lock, what it lends that lock's owner changed too:
 	 * the caller's plk_lend_flush walks the chain (nothing is applied
 	 * twice: the apply below leaves nothing due). */
-	if (read && t->gen != gen && plk_blocked_mutex(t))
-		defer(t, tid, plk_blocked_mutex(t), 0);
+	if (read && t->gen != gen && plk_blocked_key(t))
+		defer(t, tid, plk_blocked_key(t), 0);
 	apply_locked(t, tid, ns);
 	return ok;
 }

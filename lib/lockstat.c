@@ -524,6 +524,7 @@ static unsigned long long stats_eperm_skipped(void)
 
 static void report_table(void)
 {
+	struct proxylock_stats st;
 	unsigned long long eperm;
 	struct lockstat *top[REPORT_ROWS];
 	unsigned long lost = __atomic_load_n(&rows_lost, __ATOMIC_RELAXED);
@@ -539,6 +540,11 @@ static void report_table(void)
 	if (lost)
 		say(report_fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
+	proxylock_stats_get(&st);
+	if (st.lent_cond + st.lent_sem)
+		say(report_fd, "proxylock: waits for work lent to their wakers: %llu times through "
+		    "condvars, %llu through semaphores\n", (unsigned long long)st.lent_cond,
+		    (unsigned long long)st.lent_sem);
 	if ((eperm = stats_eperm_skipped()) != 0)
 		say(report_fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges or "
 		    "limits lowered after the probe, or a lend past RLIMIT_NICE or RLIMIT_RTPRIO\n",
@@ -701,13 +707,15 @@ static void report_json(int fd)
 	say(fd, "  \"totals\": {\"contended\": %llu, \"sleeps\": %llu, \"handoffs\": %llu, "
 	    "\"donations\": %llu, \"restores\": %llu, \"lent\": {\"uclamp\": %llu, "
 	    "\"affinity\": %llu, \"nice\": %llu, \"rt\": %llu}, \"eperm_skipped\": %llu, "
-	    "\"dead_owners\": %llu},\n  \"locks\": [",
+	    "\"dead_owners\": %llu, ",
 	    (unsigned long long)st.contended, (unsigned long long)st.sleeps,
 	    (unsigned long long)st.handoffs, (unsigned long long)st.donations,
 	    (unsigned long long)st.restores, (unsigned long long)st.lent_uclamp,
 	    (unsigned long long)st.lent_affinity, (unsigned long long)st.lent_nice,
 	    (unsigned long long)st.lent_rt, (unsigned long long)st.eperm_skipped,
 	    (unsigned long long)st.owner_dead);
+	say(fd, "\"lent_to_wakers\": {\"condvar\": %llu, \"semaphore\": %llu}},\n  \"locks\": [",
+	    (unsigned long long)st.lent_cond, (unsigned long long)st.lent_sem);
 	if (!rows) {
 		rows = top;
 		nrows = ntop;

@@ -174,6 +174,13 @@ static void resolve_functions(void)
 	RESOLVE(mutex_clocklock, SINCE_2_30("pthread_mutex_clocklock"), NULL);
 	RESOLVE(cond_clockwait, SINCE_2_30("pthread_cond_clockwait"), NULL);
 	resolve_rwlock_functions();
+	RESOLVE(sem_wait, "sem_wait", NULL);
+	RESOLVE(sem_trywait, "sem_trywait", NULL);
+	RESOLVE(sem_timedwait, "sem_timedwait", NULL);
+	RESOLVE(sem_clockwait, SINCE_2_30("sem_clockwait"), NULL);
+	RESOLVE(sem_post, "sem_post", NULL);
+	RESOLVE(sem_init, "sem_init", NULL);
+	RESOLVE(sem_destroy, "sem_destroy", NULL);
 }
 
 static void res_advance(uint32_t state)
@@ -656,7 +663,10 @@ PLK_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 		return plk_real()->cond_destroy(c);
 	/* Not proxylock_cond_destroy: glibc leaves a destroyed condvar usable
 	 * enough that programs get away with it, and so do we. */
-	return __atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+	if (__atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	plk_cond_forget((proxylock_cond_t *)c);
+	return 0;
 }
 
 PLK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm)

@@ -2,14 +2,15 @@
 /*
  * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
  * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock,
- * cond_clockwait and the rwlock_clock*lock pair are NULL before glibc
- * 2.30).
+ * cond_clockwait, sem_clockwait and the rwlock_clock*lock pair are NULL
+ * before glibc 2.30).
  */
 #ifndef PLK_PRELOAD_H
 #define PLK_PRELOAD_H
 
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,6 +54,14 @@ struct plk_real {
 	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
 	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
 	int (*rwlock_unlock)(pthread_rwlock_t *);
+	/* Semaphores (glibc keeps them; preload_sem.c only lends). */
+	int (*sem_wait)(sem_t *);
+	int (*sem_trywait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+	int (*sem_post)(sem_t *);
+	int (*sem_init)(sem_t *, int, unsigned);
+	int (*sem_destroy)(sem_t *);
 };
 
 /** plk_real - glibc's functions, resolved on first use. */

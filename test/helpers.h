@@ -59,6 +59,12 @@ static inline struct kview kview_of(pid_t tid)
 	return v;
 }
 
+/* The kernel's nice of @tid. */
+static inline int nice_of(pid_t tid)
+{
+	return kview_of(tid).nice;
+}
+
 static inline bool kview_equal(const struct kview *a, const struct kview *b)
 {
 	return a->policy == b->policy && a->nice == b->nice && a->rt_prio == b->rt_prio &&

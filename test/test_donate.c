@@ -9,11 +9,6 @@
 
 #include "actor.h"
 
-static int nice_of(pid_t tid)
-{
-	return kview_of(tid).nice;
-}
-
 /* --- capabilities ---------------------------------------------------- */
 
 START_TEST(caps_report_uclamp_exactly_when_the_kernel_accepts_it)
