@@ -449,7 +449,8 @@ PROXYLOCK_API int proxylock_affinity_policy_set(int policy);
  * caller's context at begin.  EINVAL: @lend NULL, @kinds beyond
  * PROXYLOCK_DONATE_ALL, @tid not positive or the caller's own; ESRCH:
  * @tid is no live thread of this process; EBUSY: @lend is already begun
- * by the caller; EAGAIN: 8 lends already begun by the caller; ENOMEM:
+ * (by any thread); EAGAIN: 8 lends already begun by the caller, or 64 in
+ * the process; ENOMEM:
  * no thread record.  On error nothing is lent.  A thread that exits
  * with lends begun has them ended at its exit.
  */

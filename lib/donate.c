@@ -599,11 +599,18 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 	pid_t tid = (pid_t)plk_tid();
 	uint64_t now_ns = plk_now_ns();
 
+	bool changed;
+
 	plk_ilock_lock(&self->lock);
-	if (!held_set(self, lock, &none) && !apply_due(self) && !self->applier) {
+	changed = held_set(self, lock, &none);
+	if (!changed && !apply_due(self) && !self->applier) {
 		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
 		return;
 	}
+	/* Released on the way into a wait (a condvar's, queued first): what
+	 * @self lends there changed too; the caller's flush walks on. */
+	if (changed && plk_blocked_key(self))
+		defer(self, tid, plk_blocked_key(self), 0);
 	if (plk_thread_token_wait(self, tid))
 		apply_locked(self, tid, now_ns);
 }

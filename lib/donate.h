@@ -69,7 +69,9 @@ PLK_HIDDEN void plk_donate_apply(const struct plk_apply *a);
 
 /**
  * plk_donate_withdraw - no internal lock held: @self has released @lock:
- * drop what it received through @lock and restore the kernel's view.
+ * drop what it received through @lock and restore the kernel's view.  If
+ * @self is queued on another key (a condvar wait releasing its mutex),
+ * the walk down that chain is deferred: the caller runs plk_lend_flush.
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 

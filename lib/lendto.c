@@ -67,6 +67,15 @@ static int slot_of(const proxylock_lend_t *lend)
 	return -1;
 }
 
+/* Is @lend begun, by any thread?  Its address names the lend; table_lock held. */
+static bool handle_begun(const proxylock_lend_t *lend)
+{
+	for (int i = 0; i < PLK_LENDS_MAX; i++)
+		if (table[i].handle == lend)
+			return true;
+	return false;
+}
+
 /* The caller's lends begun; table_lock held. */
 static int begun_by_caller(void)
 {
@@ -136,8 +145,8 @@ static int slot_add(const proxylock_lend_t *lend, pid_t tid)
 	int err = EAGAIN;
 
 	plk_ilock_lock(&table_lock);
-	if (slot_of(lend) >= 0) {
-		err = EBUSY;
+	if (handle_begun(lend)) {
+		err = EBUSY;  /* another thread's end would drop both lends' entry */
 	} else if (begun_by_caller() < PLK_LEND_NEST_MAX) {
 		for (int i = 0; i < PLK_LENDS_MAX && err; i++)
 			if (!table[i].handle) {

@@ -351,6 +351,17 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	}
 }
 
+
+/* The caller's record, if it may queue: not one already queued elsewhere
+ * (a signal handler's lock inside a wait of its thread: a record is on
+ * one queue at a time), which takes the lock yielding, lending nothing. */
+static struct plk_thread *queueable_self(void)
+{
+	struct plk_thread *me = plk_thread_self();
+
+	return me && !plk_blocked_key(me) ? me : NULL;
+}
+
 /* After a failed fast path: relock rules (unless @retake), spin, block. */
 static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime,
                      bool retake)
@@ -377,7 +388,7 @@ static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespe
 	plk_stat_inc(contended);
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
-	me = plk_thread_self();
+	me = queueable_self();
 	err = me ? lock_block(m, me, self, clock, abstime, false, retake)
 	         : lock_yielding(m, self, clock, abstime);
 	if (err == 0)
@@ -558,8 +569,10 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	if (head)
 		plk_waitq_unpark(head);
 	plk_lend_flush();
-	if (me)
+	if (me) {
 		plk_donate_withdraw(me, m);
+		plk_lend_flush();
+	}
 }
 
 /*

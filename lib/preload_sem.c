@@ -71,14 +71,27 @@ static int real_wait(sem_t *s, int how, clockid_t clock, const struct timespec *
 	return r->sem_clockwait(s, clock, abstime);
 }
 
-/* A wait that would block lends to @s's posters while glibc sleeps. */
+/* Would glibc take a timed wait's arguments?  Else it answers them,
+ * before it looks at the semaphore (EINVAL, or the crash of a NULL). */
+static bool args_valid(int how, clockid_t clock, const struct timespec *abstime)
+{
+	if (how == WAIT)
+		return true;
+	if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+		return false;
+	return how == TIMEDWAIT || clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+/* A wait that would block lends to @s's posters while glibc sleeps.  It
+ * is a cancellation point even when it does not block, as glibc's is. */
 static int sem_wait_lending(sem_t *s, int how, clockid_t clock, const struct timespec *abstime)
 {
 	void *key = sem_key(s);
 	int ret, err;
 
-	if (!sem_lends(s))
+	if (!sem_lends(s) || !args_valid(how, clock, abstime))
 		return real_wait(s, how, clock, abstime);
+	pthread_testcancel();
 	if (plk_real()->sem_trywait(s) == 0)
 		return 0;  /* it would not block: nothing to lend */
 	if (errno != EAGAIN || !plk_wakers_wait_begin(key))
@@ -111,7 +124,9 @@ PLK_EXPORT int sem_post(sem_t *s)
 {
 	void *key = sem_key(s);
 
-	if (sem_lends(s) && plk_wakers_awaited(key)) {
+	/* Async-signal-safe: a handler whose thread holds an internal lock
+	 * (plk_ilock_depth) teaches nothing; learning is a hint. */
+	if (plk_ilock_depth == 0 && sem_lends(s) && plk_wakers_awaited(key)) {
 		int saved = errno;
 		struct plk_bucket *b;
 

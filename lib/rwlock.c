@@ -444,8 +444,10 @@ static void rd_not_reader(proxylock_rwlock_t *rw)
 {
 	struct plk_thread *me = plk_thread_self_cached();
 
-	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self())))
+	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self()))) {
 		plk_donate_withdraw(me, rw);
+		plk_lend_flush();
+	}
 }
 
 /* The read hold was not taken: give back a reserved slot. */
@@ -950,7 +952,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (!(me = plk_thread_self())) {
+		if (!(me = plk_thread_self()) || plk_blocked_key(me)) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
@@ -1075,8 +1077,8 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
-		if (!(me = plk_thread_self()))
-			return rw_yielding(rw, true, clock, abstime, NULL);
+		if (!(me = plk_thread_self()) || plk_blocked_key(me))
+			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */
 	}

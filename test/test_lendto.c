@@ -62,6 +62,13 @@ static int exited_tid(void)
 	return gone.tid;
 }
 
+static int begin_here(struct actor *a)
+{
+	struct { proxylock_lend_t *l; pid_t tid; } *arg = a->arg;
+
+	return proxylock_lend_begin(arg->tid, PROXYLOCK_DONATE_NICE, arg->l);
+}
+
 static int end_here(struct actor *a)
 {
 	return proxylock_lend_end(a->arg);
@@ -98,6 +105,9 @@ START_TEST(bad_input_gets_a_clear_error_and_lends_nothing)
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_NICE, &l), 0);
 	ck_assert_int_eq(proxylock_lend_begin(t.tid, PROXYLOCK_DONATE_NICE, &l), EBUSY);
 	actor_start(&other, 0, -1);
+	struct { proxylock_lend_t *l; pid_t tid; } same = { &l, t.tid };
+	actor_call(&other, begin_here, &same);
+	ck_assert_int_eq(actor_wait(&other), EBUSY);  /* its address names the lend: begun */
 	actor_call(&other, end_here, &l);
 	ck_assert_int_eq(actor_wait(&other), EPERM);  /* not its lend */
 	ck_assert_int_eq(nice_of(t.tid), 0);

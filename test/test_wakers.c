@@ -77,6 +77,47 @@ static void wake_restores(struct actor *s, int (*fn)(struct actor *), struct cv 
 	              s->after.nice);
 }
 
+/* Wait on @v's condvar holding its mutex already (taken by ACT_LOCK). */
+static int cv_wait_held(struct actor *a)
+{
+	struct cv *v = a->arg;
+	int rc = proxylock_cond_wait(&v->c, &v->m);
+
+	proxylock_mutex_unlock(&v->m);
+	return rc;
+}
+
+/*
+ * The review of issue 31 (C2): W holds the condvar's mutex with a nice
+ * -10 waiter Y queued on it, so W runs at -10; W waits on the condvar,
+ * releasing the mutex to Y, which takes it and lets go.  Only W's own
+ * nice 0 waits now: the learned waker K is lent nice 0, not Y's -10.
+ */
+START_TEST(a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_still_waits)
+{
+	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
+	struct actor w, k, y;
+
+	scene_start(&w, &k, &v);
+	actor_start(&y, -10, -1);
+	actor_do(&w, ACT_LOCK, &v.m, 0);
+	actor_block_on(&y, ACT_LOCK, &v.m);
+	ck_assert(eventually(nice_of(w.tid) == -10, bound_ms(2000)));
+	actor_call(&w, cv_wait_held, &v);
+	ck_assert_int_eq(actor_wait(&y), 0);
+	actor_do(&y, ACT_UNLOCK, &v.m, 0);
+	ck_assert(eventually(thread_sleeping(w.tid), bound_ms(2000)));
+	ck_assert_msg(eventually(nice_of(k.tid) == 0, bound_ms(2000)),
+	              "Y took the mutex and left; K still at nice %d, W waits at %d",
+	              nice_of(k.tid), nice_of(w.tid));
+	wake_restores(&k, cv_signal, &v);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_quit(&w);
+	actor_quit(&k);
+	actor_quit(&y);
+}
+END_TEST
+
 START_TEST(a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait)
 {
 	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
@@ -341,6 +382,7 @@ static Suite *wakers_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait);
+	tcase_add_test(tc, a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_still_waits);
 	tcase_add_test(tc, two_waiters_lend_to_the_broadcaster_and_its_broadcast_restores_it);
 	tcase_add_test(tc, a_waiter_that_times_out_withdraws_its_lend);
 	tcase_add_test(tc, a_cancelled_waiter_withdraws_its_lend);
