@@ -1,8 +1,44 @@
 /*
  * proxylock.pml - SPIN model of libproxylock's lock protocol: the lock
  * word, the bucket queue, park words, timed lock and condvar wait
- * morphing.  docs/design.md, "The protocol model", says which code each
- * inline stands for; test/model/run-model.sh verifies it exhaustively.
+ * morphing; test/model/run-model.sh verifies it exhaustively (docs/design.md,
+ * "The protocol model": what it proves and leaves out).
+ *
+ * Which code each part stands for (proxylock.pml and rwlock.pml):
+ *   mutex_lock, lock_block
+ *       plk_mutex_lock_fast (lockword.h); plk_mutex_lock_slow's spin
+ *       and lock_block (mutex.c), sleeping in plk_waitq_park
+ *   acquire_locked, lock_timedout, unlock_wake
+ *       the same functions in mutex.c
+ *   mutex_unlock
+ *       plk_mutex_unlock_fast (lockword.h), plk_mutex_unlock_slow
+ *   enq, deq, cenq, cdeq
+ *       plk_waitq_enqueue, plk_waitq_dequeue (waitq.c)
+ *   cond_wait, cond_wake, mutex_take
+ *       plk_cond_wait and its timeout and cancellation paths;
+ *       plk_cond_wake, move_to_mutex; mutex_take,
+ *       plk_mutex_lock_requeued
+ *   cupdate, cunlock (-DCOND)
+ *       plk_wakers_update after every change of a condvar's queue; K1
+ *       checked wherever its bucket is dropped (-DBROKEN_WAKERS_LEAVE,
+ *       -DBROKEN_WAKERS_WAKE fail with "violated: K1")
+ *   bump, donate_apply (-DAPPLY)
+ *       the pure part of plk_donate_set/_withdraw (recompute E(T),
+ *       T.gen++); plk_donate_apply: token, calls with no lock,
+ *       re-check
+ *   rd_try, rd_spin
+ *       plk_rw_rdlock_fast (with -DRW_DBLFAST twice, as the
+ *       interposer); one turn of rdlock_slow's spin (two stand for
+ *       100)
+ *   rdlock, rdlock_rec, rdunlock, rdunlock_rec, rdunlock_solo
+ *       rdlock_slow, recursive holds, plk_rw_rdunlock_fast/_waiting,
+ *       unlock_slow, the solo release
+ *   wrlock, wrunlock, rw_wait
+ *       wrlock_slow (one CAS for the spin), unlock_slow; rw_park,
+ *       rw_rescan, rw_timedout
+ *   grant, grant_loop, lend_update, unlend_publishers, convert
+ *       grant, grant_and_unlock (-DRW_BATCH), plk_rw_lend_update,
+ *       withdraw_publishers, join_locked
  *
  * Configurations (spin -D...):
  *   (default)         mutex: a barger (ROUNDS + 1 lock rounds), a timed
