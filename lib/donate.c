@@ -217,6 +217,40 @@ void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
 	plk_ilock_unlock(&w->lock);
 }
 
+/* Is @key a wait for work's (a condvar's or a semaphore's queue key)? */
+static bool waker_key(const void *key)
+{
+	uintptr_t tag = (uintptr_t)key & 3u;
+
+	return tag == PLK_COND_TAG || tag == PLK_SEM_TAG;
+}
+
+void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
+{
+	struct plk_sched_ctx eff;
+	struct plk_cpu_owner own;
+	struct plk_lend_env env;
+	struct plk_lend all;
+	bool skipped = false;
+
+	plk_ilock_lock(&w->lock);
+	lend_env(&env);
+	plk_lend_init(&all);
+	for (int i = 0; i < w->nheld; i++) {
+		if (waker_key(w->held[i].lock))
+			skipped = true;
+		else
+			plk_lend_merge(&all, &w->held[i].lend);
+	}
+	if (skipped) {
+		plk_lend_combine(&w->base, &all, &env, &eff, &own);
+		plk_lend_add_ranked(l, &eff, &own, kinds);
+	} else {
+		plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
+	}
+	plk_ilock_unlock(&w->lock);
+}
+
 void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int depth)
 {
 	struct plk_thread *o = plk_thread_lock_tid(owner, PLK_RECORD_RESERVED);

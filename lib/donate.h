@@ -34,6 +34,16 @@ struct plk_apply {
 PLK_HIDDEN void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds);
 
 /**
+ * plk_donate_fold_for_wakers - plk_donate_fold for a wait for work's
+ * wakers: E(@w) without what @w is lent by waits for work itself (only
+ * by its locks and explicit lends).  Wakers can wait for each other
+ * without a deadlock, and a lend passed round such a cycle would keep
+ * itself for ever.
+ */
+PLK_HIDDEN void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w,
+                                           unsigned kinds);
+
+/**
  * plk_donate_set - under @lock's bucket lock, @owner seen owning @lock
  * with PLK_WAITERS set (I3): record that @lock's waiters lend @owner @l
  * (l->kinds == 0: nothing, drop the entry) and recompute E(owner).  A

@@ -190,7 +190,7 @@ static void eligible(struct plk_bucket *b, const void *key, const struct wakers 
 			if (want[i] == tid)
 				want[i] = 0;  /* waits beside them: no worker */
 		if (kinds)
-			plk_donate_fold(l, t, kinds);
+			plk_donate_fold_for_wakers(l, t, kinds);
 	}
 	if (!l->kinds)
 		memset(want, 0, PLK_WAKERS_MAX * sizeof(*want));

@@ -118,6 +118,48 @@ START_TEST(a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_sti
 }
 END_TEST
 
+/*
+ * The review of issue 31 (S2): learned wakers can wait for each other
+ * without a deadlock.  A waits on C, whose waker is B; B waits on D,
+ * whose waker is A; X (nice 0) waits on E, whose waker is A, and its
+ * wait ends.  Nobody at nice 0 waits any more: A and B are back at 19
+ * (a lend passed round the cycle kept itself before).  A wait for work
+ * passes on what its waiter holds by locks, not by other waits for work.
+ */
+START_TEST(a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting)
+{
+	struct cv c = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
+	struct cv d = c, e = c;
+	struct actor a, b, x, y;
+
+	require_nice_lending();
+	actor_start(&a, 19, -1);
+	actor_start(&b, 19, -1);
+	actor_start(&x, 0, -1);
+	actor_start(&y, 19, -1);
+	teach(&y, &b, &c);
+	teach(&y, &a, &d);
+	teach(&y, &a, &e);
+	wait_on(&a, &c, 1);
+	wait_on(&b, &d, 1);
+	wait_on(&x, &e, 1);
+	ck_assert_msg(RAISED(a.tid), "A, E's waker, at nice %d while X waits", nice_of(a.tid));
+	ck_assert_int_eq(proxylock_cond_signal(&e.c), 0);
+	ck_assert_int_eq(actor_wait(&x), 0);
+	ck_assert_msg(eventually(nice_of(a.tid) == 19 && nice_of(b.tid) == 19, bound_ms(2000)),
+	              "X's wait ended: A at nice %d, B at nice %d, not 19", nice_of(a.tid),
+	              nice_of(b.tid));
+	ck_assert_int_eq(proxylock_cond_signal(&c.c), 0);
+	ck_assert_int_eq(actor_wait(&a), 0);
+	ck_assert_int_eq(proxylock_cond_signal(&d.c), 0);
+	ck_assert_int_eq(actor_wait(&b), 0);
+	actor_quit(&a);
+	actor_quit(&b);
+	actor_quit(&x);
+	actor_quit(&y);
+}
+END_TEST
+
 START_TEST(a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait)
 {
 	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
@@ -382,6 +424,7 @@ static Suite *wakers_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait);
+	tcase_add_test(tc, a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting);
 	tcase_add_test(tc, a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_still_waits);
 	tcase_add_test(tc, two_waiters_lend_to_the_broadcaster_and_its_broadcast_restores_it);
 	tcase_add_test(tc, a_waiter_that_times_out_withdraws_its_lend);
