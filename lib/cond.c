@@ -516,7 +516,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		return EPERM;
 	tsan_internal_begin(c);
 	me = plk_thread_self();
-	if (!me || plk_blocked_key(me)) {  /* no record, or queued (a handler's wait) */
+	if (!me || plk_blocked_key(me) || plk_ilock_busy()) {  /* no record, or queued (a handler's wait) */
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}

@@ -651,14 +651,16 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)
 {
-	struct plk_sched_ctx now;
+	struct plk_sched_ctx now, eff0;
+	struct plk_cpu_owner own0;
 	struct plk_thread *t;
-	uint64_t ns, gen;
+	uint64_t ns;
 	bool ok, read;
 
 	if (!(t = token_for(tid, true)))
 		return set(arg);
-	gen = t->gen;
+	eff0 = t->eff;
+	own0 = t->eff_cpus;
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
 	plk_ilock_unlock(&t->lock);
@@ -683,7 +685,8 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	/* If T waits on a lock, what it lends that lock's owner changed too:
 	 * the caller's plk_lend_flush walks the chain (nothing is applied
 	 * twice: the apply below leaves nothing due). */
-	if (read && t->gen != gen && plk_blocked_key(t))
+	if (read && (!plk_sched_equal(&eff0, &t->eff) || own0.rank != t->eff_cpus.rank ||
+	             !CPU_EQUAL(&own0.cpus, &t->eff_cpus.cpus)) && plk_blocked_key(t))
 		defer(t, tid, plk_blocked_key(t), 0);
 	apply_locked(t, tid, ns);
 	return ok;

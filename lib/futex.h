@@ -122,6 +122,14 @@ PLK_HIDDEN void plk_cond_deferred_run(void);
 PLK_HIDDEN void plk_lockcheck_violation(const char *what);
 #endif
 
+/* Does this thread hold or take an internal lock?  Seen from a signal
+ * handler: its interrupted code does (a relaxed load: the handler runs
+ * on this thread, in program order after the count's store). */
+static inline bool plk_ilock_busy(void)
+{
+	return __atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0;
+}
+
 /* Count an internal lock as held, before its word is taken. */
 static inline void plk_ilock_enter(void)
 {

@@ -352,14 +352,16 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 }
 
 
-/* The caller's record, if it may queue: not one already queued elsewhere
- * (a signal handler's lock inside a wait of its thread: a record is on
- * one queue at a time), which takes the lock yielding, lending nothing. */
+/* The caller's record, if it may queue: not one already queued elsewhere,
+ * nor one its interrupted code is queueing (a signal handler's lock
+ * inside a wait of its thread, or inside our critical section: a record
+ * is on one queue at a time), which takes the lock yielding, lending
+ * nothing. */
 static struct plk_thread *queueable_self(void)
 {
 	struct plk_thread *me = plk_thread_self();
 
-	return me && !plk_blocked_key(me) ? me : NULL;
+	return me && !plk_blocked_key(me) && !plk_ilock_busy() ? me : NULL;
 }
 
 /* After a failed fast path: relock rules (unless @retake), spin, block. */

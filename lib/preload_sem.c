@@ -126,7 +126,7 @@ PLK_EXPORT int sem_post(sem_t *s)
 
 	/* Async-signal-safe: a handler whose thread holds an internal lock
 	 * (plk_ilock_depth) teaches nothing; learning is a hint. */
-	if (plk_ilock_depth == 0 && sem_lends(s) && plk_wakers_awaited(key)) {
+	if (!plk_ilock_busy() && sem_lends(s) && plk_wakers_awaited(key)) {
 		int saved = errno;
 		struct plk_bucket *b;
 

@@ -952,7 +952,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (!(me = plk_thread_self()) || plk_blocked_key(me)) {
+		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy()) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
@@ -1077,7 +1077,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_inc(contended);
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
-		if (!(me = plk_thread_self()) || plk_blocked_key(me))
+		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy())
 			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */

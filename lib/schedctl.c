@@ -515,6 +515,24 @@ static int set_attr(pid_t tid, const struct plk_sched_ctx *c, bool uclamp)
 }
 
 /*
+ * sched_setattr ignores sched_nice when it sets SCHED_IDLE, and leaves the
+ * nice the thread had (@had): a thread lifted out of IDLE by a lend would
+ * go back to IDLE keeping the lent nice, which the kernel uses again the
+ * moment it leaves IDLE.  So the latent nice is set by itself (the raw
+ * call: under the interposer, setpriority changes a base).  Returns the
+ * nice the kernel has.
+ */
+static int set_idle_nice(pid_t tid, int had, int want)
+{
+	plk_stat_inc(setattr_calls);
+	if (syscall(SYS_setpriority, PRIO_PROCESS, tid, want) == 0)
+		return want;
+	if (errno == EPERM || errno == EACCES)
+		plk_stat_inc(eperm_skipped);
+	return had;
+}
+
+/*
  * Drop, one at a time, the parts of @try that need privilege: first the
  * RT policy, then the nice boost.  Returns false when nothing is left to
  * drop.
@@ -562,6 +580,8 @@ static void apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sc
 			uclamp = false;
 		}
 	}
+	if (try.policy == SCHED_IDLE && try.nice != cur->nice)
+		try.nice = set_idle_nice(tid, cur->nice, try.nice);
 	cur->policy = try.policy;
 	cur->nice = try.nice;
 	cur->rt_prio = try.rt_prio;

@@ -248,7 +248,7 @@ bool plk_wakers_wait_begin(void *key)
 
 	/* Queued already (a handler's wait inside another wait, or a jump
 	 * out of one): a record is on one queue at a time; glibc waits alone. */
-	if (!me || plk_blocked_key(me))
+	if (!me || plk_blocked_key(me) || plk_ilock_busy())
 		return false;
 	if (plk_wakers_prepare(key))
 		plk_donate_waiter_refresh(me, 0);  /* a wait for work is long: always */

@@ -534,31 +534,51 @@ START_TEST(a_lender_joining_a_chain_reaches_an_rwlock_reader)
 }
 END_TEST
 
-/* A SCHED_IDLE holder (latent nice 0) and a SCHED_OTHER nice-19
- * waiter: the holder may be lifted to OTHER, but only to the waiter's
- * nice 19, not to nice 0 (weight 1024, 68 times the waiter's). */
-START_TEST(a_sched_idle_holder_is_lifted_no_higher_than_its_waiter)
+/*
+ * A SCHED_IDLE holder H (latent nice @latent) and a SCHED_OTHER waiter
+ * at @waiter_nice: H is lifted to OTHER at the waiter's nice, never at
+ * its own latent one (nice 0 is 68 times a nice-19 waiter's weight), and
+ * its unlock returns with H exactly at its base: IDLE, its latent nice
+ * (sched_setattr ignores the nice it is given with SCHED_IDLE: H came
+ * back IDLE at the lent nice, 'policy 5 nice 19; its base is policy 5
+ * nice 0', before schedctl set it by itself).
+ */
+static void idle_holder_case(int latent, int waiter_nice)
 {
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER;
-	struct plk_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_IDLE, .sched_nice = 0 };
+	struct plk_sched_attr fair = { .sched_policy = SCHED_OTHER, .sched_nice = latent };
+	struct plk_sched_attr idle = { .sched_policy = SCHED_IDLE };
 	struct actor h, w;
-	struct kview v;
+	struct kview base, v;
 
 	require_nice_lending();
 	actor_start(&h, 0, 1);
-	actor_start(&w, 19, 1);
-	ck_assert_int_eq(plk_sched_setattr(h.tid, &at), 0);
+	actor_start(&w, waiter_nice, 1);
+	/* The kernel keeps a nice only under a fair policy: set it, then IDLE. */
+	ck_assert_int_eq(plk_sched_setattr(h.tid, &fair), 0);
+	ck_assert_int_eq(plk_sched_setattr(h.tid, &idle), 0);
+	base = kview_of(h.tid);
+	ck_assert_int_eq(base.nice, latent);
 	actor_do(&h, ACT_LOCK, &l1, 0);
 	actor_block_on(&w, ACT_LOCK, &l1);
 	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_OTHER, 2000), "H not lifted to OTHER");
 	v = kview_of(h.tid);
-	ck_assert_msg(v.nice == 19, "SCHED_IDLE H lifted to SCHED_OTHER at nice %d by a nice-19 waiter",
-	              v.nice);
+	ck_assert_msg(v.nice == waiter_nice, "SCHED_IDLE H lifted to SCHED_OTHER at nice %d by a nice-%d waiter",
+	              v.nice, waiter_nice);
 	actor_do(&h, ACT_UNLOCK, &l1, 0);
+	ck_assert_msg(kview_equal(&h.after, &base),
+	              "H's unlock returned with policy %u nice %d; its base is policy %u nice %d",
+	              h.after.policy, h.after.nice, base.policy, base.nice);
 	ck_assert_int_eq(actor_wait(&w), 0);
 	actor_do(&w, ACT_UNLOCK, &l1, 0);
 	actor_quit(&h);
 	actor_quit(&w);
+}
+
+START_TEST(a_sched_idle_holder_is_lifted_no_higher_than_its_waiter_and_returns_to_its_latent_nice)
+{
+	idle_holder_case(0, 19);
+	idle_holder_case(10, 0);
 }
 END_TEST
 
@@ -1093,7 +1113,7 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, a_lender_that_leaves_takes_its_rank_out_of_the_chain);
 	tcase_add_test(tc, a_lender_joining_a_blocked_chain_reaches_its_end);
 	tcase_add_test(tc, a_lender_joining_a_chain_reaches_an_rwlock_reader);
-	tcase_add_test(tc, a_sched_idle_holder_is_lifted_no_higher_than_its_waiter);
+	tcase_add_test(tc, a_sched_idle_holder_is_lifted_no_higher_than_its_waiter_and_returns_to_its_latent_nice);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
 	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);
 	tcase_add_test(tc, a_timed_out_waiter_withdraws_its_donation);
