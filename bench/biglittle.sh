@@ -31,14 +31,20 @@ function f(key,   i, a) {
 	return ""
 }
 {
-	impl = f("impl"); d = f("donate"); cs = f("cs_us")
+	impl = f("impl"); d = f("donate"); cs = f("cs_us"); sc = f("scenario")
+	bench = "inversion-biglittle" (sc == "" ? "" : "-" sc)
 	name = impl == "proxylock" ? (d == "none" ? "proxylock-nodonate" : d == "uclamp" ? "proxylock-uclamp" : "proxylock") \
 	     : impl == "glibc" ? "glibc-normal" : "preload-" d
 	split("wait_p50 wait_p99 wait_max cs_wall cs_wall_p99", m, " ")
 	split("wait_p50_us wait_p99_us wait_max_us cs_wall_p50_us cs_wall_p99_us", k, " ")
 	for (i = 1; i <= 5; i++)
-		printf "inversion-biglittle,%s,2,%d,%s,%s,us\n", name, cs * 1000, m[i], f(k[i]) >> csv
-	printf "inversion-biglittle,%s,2,%d,cs_on_big,%s,%%\n", name, cs * 1000, f("cs_big_pct") >> csv
+		printf "%s,%s,2,%d,%s,%s,us\n", bench, name, cs * 1000, m[i], f(k[i]) >> csv
+	printf "%s,%s,2,%d,cs_on_big,%s,%%\n", bench, name, cs * 1000, f("cs_big_pct") >> csv
+	if (sc != "") {
+		rrows = rrows sprintf("| %s | %s | %s | %s | %s |\n", sc, d, f("wait_p99_us"),
+			f("cs_wall_p99_us"), f("cs_big_pct"))
+		next
+	}
 	rows = rows sprintf("| %s | %s | %s | %s | %s | %s | %s |\n", name, d, f("wait_p50_us"),
 		f("wait_p99_us"), f("wait_max_us"), f("cs_wall_p50_us"), f("cs_big_pct"))
 }
@@ -46,5 +52,7 @@ END {
 	printf "\n## Inversion on an emulated big.LITTLE arm64 machine (qemu TCG; us)\n\n" >> md
 	printf "Small task nice 15, uclamp_max 300, may run anywhere, holding the lock for %s us of work; big task uclamp_min 1024 on a big CPU; hogs on the little CPUs (examples/biglittle.c; docs/design.md, \"The big.LITTLE scenario\").\n\n", cs >> md
 	printf "| impl | lent | wait p50 | wait p99 | wait max | cs wall p50 | cs on big %% |\n| --- | --- | --- | --- | --- | --- | --- |\n%s", rows >> md
+	printf "\nThe reverse (issue 30): a big foreground holder (nice 0, uclamp_min 1024, anywhere), a little background waiter (nice 15, uclamp_max 300, pinned to the little CPUs); the holder alone.\n\n" >> md
+	printf "| scenario | lent | waiter wait p99 | holder cs wall p99 | holder cs on big %% |\n| --- | --- | --- | --- | --- |\n%s", rrows >> md
 }' "$res"
 echo "bench: inversion-biglittle: $(wc -l <"$res") contenders added to results.csv" >&2

@@ -30,7 +30,8 @@
  * sample.  The raw call-to-return delay is kept as well.  Baseline: the
  * same, with W and P idle (the hogs still run).
  *
- * Header-only; needs the public API only (proxylock.h).
+ * Header-only; needs the public API only (proxylock.h), and
+ * ../lib/sched_attr.h for the raw sched_setattr.
  */
 #ifndef PLK_BUCKETINV_H
 #define PLK_BUCKETINV_H
@@ -48,6 +49,7 @@
 #include <unistd.h>
 
 #include "proxylock.h"
+#include "../lib/sched_attr.h"
 #include "waitq.h"
 
 /*
@@ -132,28 +134,19 @@ static inline bool binv_pick(struct binv *s, union binv_lock *locks)
 	return false;
 }
 
-struct binv_attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-
 /* Pin the caller to @cpu and set its policy and nice (raw syscalls). */
 static inline void binv_context(int cpu, int policy, int nice)
 {
-	struct binv_attr a = { .size = sizeof(a), .sched_policy = (uint32_t)policy,
-	                       .sched_nice = nice };
+	struct plk_sched_attr a = { .sched_policy = (uint32_t)policy, .sched_nice = nice };
+	int err;
 	cpu_set_t set;
 
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	if (syscall(SYS_sched_setaffinity, 0, sizeof(set), &set) != 0)
 		perror("bucketinv: sched_setaffinity");
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		perror("bucketinv: sched_setattr");
+	if ((err = plk_sched_setattr(0, &a)) != 0)
+		fprintf(stderr, "bucketinv: sched_setattr: %s\n", strerror(err));
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  /* sleeps end on time */
 }
 

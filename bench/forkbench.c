@@ -2,7 +2,7 @@
 /*
  * forkbench.c - what fork() costs a process that has contended, natively
  * and under the LD_PRELOAD interposer (issue 18: the interposer's fork
- * handlers, and liburcu's with PROXYLOCK_STATS=1, run on every fork).
+ * handlers run on every fork).
  *
  * The cost is a property of the whole process (its mappings, its atfork
  * handlers), so each contender is a process of its own: the driver, run

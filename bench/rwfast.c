@@ -8,7 +8,7 @@
  *   usage: rwfast [pairs per repetition] [repetitions]
  *          rwfast PAIRS 1 glibc-rd|proxylock-rd|glibc-wr|proxylock-wr
  * The second form runs one loop once, for an instruction count that load
- * cannot disturb (valgrind --tool=callgrind; see docs/design.md).
+ * cannot disturb (valgrind --tool=callgrind; see docs/results.md).
  */
 #include <dlfcn.h>
 #include <pthread.h>

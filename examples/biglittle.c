@@ -46,6 +46,16 @@
  * or two slices of the little CPU pass before the move and about 94% runs
  * on big (docs/design.md, "The big.LITTLE scenario").
  *
+ * The reverse scenario (issue 30, BIGLITTLE_REVERSE=1): the same hogs; a
+ * big foreground thread (nice 0, uclamp_min = uclamp_max = 1024, free to
+ * run anywhere, so on big CPUs) holds the lock for the same critical
+ * sections, and a little background thread (nice 15, uclamp_max 300,
+ * pinned to the little CPUs) asks for it every BIGLITTLE_BIG_PERIOD_US.
+ * The waiter does not outrank the holder, so it lends no CPUs: the
+ * holder's work stays on big CPUs as with no waiter at all
+ * (BIGLITTLE_REVERSE=2).  A rule that moved a holder onto its waiters'
+ * CPUs whoever they are would run it on the crowded little ones.
+ *
  * One mode per process: the library's PROXYLOCK_DONATE decides what is
  * lent (none, uclamp, all).  Built twice: linked with libproxylock, and as
  * biglittle-pthread, plain pthread calls, a proxylock only under the
@@ -77,6 +87,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "../lib/sched_attr.h"  /* the raw sched_setattr (glibc 2.36 has none) */
 
 #define MAX_CPUS 64
 #define MAX_SAMPLES 20000
@@ -110,7 +122,7 @@ static int stop;
 static long cs_us = 20000;      /* the critical section's work, in us on an idle big CPU */
 static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
 static int small_nice = 15, go_home = 1, hog_umax = 300, gap_sleep_us = 0;
-static int gap_us = 2000, big_period_us = 1000;
+static int gap_us = 2000, big_period_us = 1000, reverse;
 
 static int nwaits, ncs;
 static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
@@ -127,15 +139,6 @@ static int work_unit(void)
 	sink = x;
 	return sched_getcpu();
 }
-
-struct attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
 
 static uint64_t clk(clockid_t c)
 {
@@ -163,12 +166,14 @@ static void pin(const int *cpus, int n)
 
 static void context(int nice, int umin, int umax)
 {
-	struct attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER, .sched_nice = nice,
-	                  .sched_flags = 0x60,  /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
-	                  .sched_util_min = (uint32_t)umin, .sched_util_max = (uint32_t)umax };
+	struct plk_sched_attr a = { .sched_policy = SCHED_OTHER, .sched_nice = nice,
+	                            .sched_flags = PLK_SCHED_FLAG_UTIL_CLAMP,
+	                            .sched_util_min = (uint32_t)umin,
+	                            .sched_util_max = (uint32_t)umax };
+	int err = plk_sched_setattr(0, &a);
 
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		perror("sched_setattr");
+	if (err != 0)
+		fprintf(stderr, "sched_setattr: %s\n", strerror(err));
 }
 
 static uint64_t hog_units[MAX_CPUS];
@@ -188,6 +193,27 @@ static void *hog(void *p)
 	return NULL;
 }
 
+/* The critical section's work, sampled: where it ran goes to the counts. */
+static void section(void)
+{
+	uint64_t t0 = clk(CLOCK_MONOTONIC), nb = 0, na = 0;
+	uint64_t units = units_per_ms * (uint64_t)cs_us / 1000;
+
+	for (uint64_t u = 0; u < units; u++) {
+		int cpu = work_unit();
+
+		na++;
+		if (cpu >= 0 && cpu < MAX_CPUS) {
+			nb += is_big[cpu];
+			samples_cpu[cpu]++;
+		}
+	}
+	if (ncs < MAX_SAMPLES)
+		walls[ncs++] = clk(CLOCK_MONOTONIC) - t0;
+	samples_big += nb;
+	samples_all += na;
+}
+
 static void *small_task(void *p)
 {
 	int all[MAX_CPUS];
@@ -199,7 +225,7 @@ static void *small_task(void *p)
 	if (!go_home)
 		pin(&little[0], 1), pin(all, ncpus);
 	while (running()) {
-		uint64_t t0, nb = 0, na = 0, units = units_per_ms * (uint64_t)cs_us / 1000;
+		uint64_t t0;
 
 		/* Home: a little CPU, then free to go anywhere. */
 		if (go_home) {
@@ -217,23 +243,10 @@ static void *small_task(void *p)
 		else
 			while (clk(CLOCK_MONOTONIC) - t0 < (uint64_t)gap_us * 1000 && running())
 				;
-		LOCK();
-		t0 = clk(CLOCK_MONOTONIC);
 		/* A fixed amount of work, not of CPU time: under TCG on a busy
 		 * host a vCPU's stolen time is charged to whatever it ran. */
-		for (uint64_t u = 0; u < units; u++) {
-			int cpu = work_unit();
-
-			na++;
-			if (cpu >= 0 && cpu < MAX_CPUS) {
-				nb += is_big[cpu];
-				samples_cpu[cpu]++;
-			}
-		}
-		if (ncs < MAX_SAMPLES)
-			walls[ncs++] = clk(CLOCK_MONOTONIC) - t0;
-		samples_big += nb;
-		samples_all += na;
+		LOCK();
+		section();
 		UNLOCK();
 	}
 	return NULL;
@@ -252,6 +265,43 @@ static void *big_task(void *p)
 			waits[nwaits++] = clk(CLOCK_MONOTONIC) - t0;
 		UNLOCK();
 		usleep((useconds_t)big_period_us);
+	}
+	return NULL;
+}
+
+/* The reverse scenario's holder: big, in the foreground, anywhere. */
+static void *big_holder(void *p)
+{
+	(void)p;
+	context(0, 1024, 1024);
+	while (running()) {
+		uint64_t t0;
+
+		LOCK();
+		section();
+		UNLOCK();
+		t0 = clk(CLOCK_MONOTONIC);
+		while (clk(CLOCK_MONOTONIC) - t0 < (uint64_t)gap_us * 1000 && running())
+			;
+	}
+	return NULL;
+}
+
+/* The reverse scenario's waiter: little, in the background, on little CPUs. */
+static void *little_waiter(void *p)
+{
+	(void)p;
+	pin(little, nlittle);
+	context(small_nice, 0, 300);
+	while (running()) {
+		uint64_t t0;
+
+		usleep((useconds_t)big_period_us);
+		t0 = clk(CLOCK_MONOTONIC);
+		LOCK();
+		if (nwaits < MAX_SAMPLES)
+			waits[nwaits++] = clk(CLOCK_MONOTONIC) - t0;
+		UNLOCK();
 	}
 	return NULL;
 }
@@ -363,6 +413,7 @@ int main(int argc, char **argv)
 	big_period_us = knob("BIGLITTLE_BIG_PERIOD_US", big_period_us, 0, 10000000);
 	gap_sleep_us = knob("BIGLITTLE_GAP_SLEEP_US", gap_sleep_us, 0, 10000000);
 	hog_umax = knob("BIGLITTLE_HOG_UMAX", hog_umax, 0, 1024);
+	reverse = knob("BIGLITTLE_REVERSE", reverse, 0, 2);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
@@ -377,12 +428,19 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nlittle; i++)
 		pthread_create(&hogs[i], NULL, hog, (void *)(intptr_t)little[i]);
 	usleep(50000);  /* let the hogs own the little CPUs */
-	pthread_create(&small, NULL, small_task, NULL);
-	pthread_create(&bigt, NULL, big_task, NULL);
+	if (reverse) {
+		pthread_create(&bigt, NULL, big_holder, NULL);
+		if (reverse == 1)
+			pthread_create(&small, NULL, little_waiter, NULL);
+	} else {
+		pthread_create(&small, NULL, small_task, NULL);
+		pthread_create(&bigt, NULL, big_task, NULL);
+	}
 	usleep((useconds_t)secs * 1000000);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
 	pthread_join(bigt, NULL);
-	pthread_join(small, NULL);
+	if (reverse != 2)
+		pthread_join(small, NULL);
 	for (int i = 0; i < nlittle; i++)
 		pthread_join(hogs[i], NULL);
 
@@ -398,6 +456,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)pct_us(waits, nwaits, 100),
 	       (unsigned long long)pct_us(walls, ncs, 50), (unsigned long long)pct_us(walls, ncs, 99),
 	       samples_all ? 100.0 * (double)samples_big / (double)samples_all : 0.0, nwaits, ncs);
+	if (reverse)
+		printf(" scenario=%s", reverse == 1 ? "reverse" : "reverse-alone");
 	/* How much of a CPU each hog got (its work against an idle big CPU's). */
 	printf(" hog_pct=");
 	for (int i = 0; i < nlittle; i++)

@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/sched_attr.h"  /* the raw sched_setattr (glibc 2.36 has none) */
+
 #define SCENARIO_CS_CPU_NS (2 * 1000 * 1000)  /* the physical limit */
 #define SCENARIO_MAX_SAMPLES 20000
 #define SCENARIO_MAX_SMALL 4
@@ -60,15 +62,6 @@ struct scenario {
 	uint64_t sched_calls;    /* the scenario's own scheduler calls */
 	bool background;         /* reverse: run the background waiter */
 	int off_cpu;             /* reverse: sections seen off CPU 0 */
-};
-
-struct scenario_attr {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
 };
 
 static inline uint64_t scenario_clock(clockid_t c)
@@ -93,18 +86,18 @@ static inline void scenario_pin(struct scenario *s, int cpu)
 /* Set the calling thread's nice and, where the kernel has uclamp, clamps. */
 static inline void scenario_context(struct scenario *s, int nice, int umin, int umax)
 {
-	struct scenario_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
-	                           .sched_nice = nice };
+	struct plk_sched_attr a = { .sched_policy = SCHED_OTHER, .sched_nice = nice };
+	int err;
 
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		perror("sched_setattr(nice)");
+	if ((err = plk_sched_setattr(0, &a)) != 0)
+		fprintf(stderr, "sched_setattr(nice): %s\n", strerror(err));
 	__atomic_fetch_add(&s->sched_calls, 1, __ATOMIC_RELAXED);
 	if (s->uclamp) {
-		a.sched_flags = 0x60;  /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
+		a.sched_flags = PLK_SCHED_FLAG_UTIL_CLAMP;
 		a.sched_util_min = (uint32_t)umin;
 		a.sched_util_max = (uint32_t)umax;
-		if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-			perror("sched_setattr(uclamp)");
+		if ((err = plk_sched_setattr(0, &a)) != 0)
+			fprintf(stderr, "sched_setattr(uclamp): %s\n", strerror(err));
 		__atomic_fetch_add(&s->sched_calls, 1, __ATOMIC_RELAXED);
 	}
 }

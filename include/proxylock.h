@@ -142,6 +142,18 @@ typedef struct proxylock_rwlockattr {
 	uint32_t __donate;
 } proxylock_rwlockattr_t;
 
+/*
+ * An explicit lend (proxylock_lend_begin): the caller's storage, no
+ * allocation.  Fields are private; it must stay where it is from begin
+ * to end (its address names the lend).
+ */
+typedef struct proxylock_lend {
+	uint32_t __magic;
+	int32_t __tid;
+	uint32_t __kinds;
+	uint32_t __reserved;
+} proxylock_lend_t;
+
 /* Where a boosted owner may run (proxylock_affinity_policy_set). */
 enum {
 	PROXYLOCK_AFFINITY_WAITERS = 0, /* the waiters' CPUs (default) */
@@ -166,6 +178,8 @@ struct proxylock_stats {
 	uint64_t chain_steps;    /* owner-chain steps walked */
 	uint64_t chain_truncated; /* walks cut at PROXYLOCK_CHAIN_MAX */
 	uint64_t owner_dead;     /* waiters that found their lock's owner had exited */
+	uint64_t lent_cond;      /* donations through a condvar's waiters to its wakers */
+	uint64_t lent_sem;       /* donations through a semaphore's waiters to its posters */
 };
 
 /* Longest owner chain a donation follows. */
@@ -422,6 +436,34 @@ PROXYLOCK_API unsigned proxylock_donate_kinds(void);
  * capacities differ the owner keeps its best CPUs (proxylock_caps(3)).
  */
 PROXYLOCK_API int proxylock_affinity_policy_set(int policy);
+
+/**
+ * proxylock_lend_begin - lend the caller's scheduling context (the
+ * @kinds of PROXYLOCK_DONATE_*, within proxylock_donate_kinds()) to
+ * thread @tid of this process, until proxylock_lend_end(@lend): for a
+ * wait the library cannot see (a future on a raw futex, a pipe, an
+ * eventfd, a work queue of one's own).  As a lock waiter's lend: only
+ * what raises @tid, combined with what else it is lent, and on along
+ * the chain if @tid waits on a lock, condvar or semaphore.  Nestable:
+ * each handle is its own lend, ended in any order.  What is lent is the
+ * caller's context at begin.  EINVAL: @lend NULL, @kinds beyond
+ * PROXYLOCK_DONATE_ALL, @tid not positive or the caller's own; ESRCH:
+ * @tid is no live thread of this process; EBUSY: @lend is already begun
+ * (by any thread); EAGAIN: 8 lends already begun by the caller, or 64 in
+ * the process; ENOMEM:
+ * no thread record.  On error nothing is lent.  A thread that exits
+ * with lends begun has them ended at its exit.
+ */
+PROXYLOCK_API int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend);
+
+/**
+ * proxylock_lend_end - end the lend begun on @lend by the caller: @tid
+ * is restored to what it has without it before this returns (unless
+ * another thread is applying a change to it at that moment, which then
+ * applies this one too).  EINVAL: @lend NULL, never begun or already
+ * ended; EPERM: begun by another thread.
+ */
+PROXYLOCK_API int proxylock_lend_end(proxylock_lend_t *lend);
 
 /** proxylock_stats_get - copy the process-wide counters into *@out. */
 PROXYLOCK_API void proxylock_stats_get(struct proxylock_stats *out);

@@ -11,7 +11,9 @@
  * something else to its owner.  A chain walk drops one bucket before
  * taking the next and revalidates (the thread still waits on that
  * mutex), as rt_mutex_adjust_prio_chain does; it is bounded by
- * PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.
+ * PROXYLOCK_CHAIN_MAX, so it never loops on a cycle.  A thread that
+ * waits on a condvar or a semaphore carries the change to that object's
+ * wakers (wakers.c).
  */
 #include "chain.h"
 #include "config.h"
@@ -21,6 +23,7 @@
 #include "rwlockword.h"
 #include "schedctl.h"
 #include "stats.h"
+#include "wakers.h"
 
 /* Kinds lent through a lock whose __flags are @flags. */
 static unsigned kinds_of(uint32_t flags)
@@ -164,14 +167,20 @@ static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *nex
 	 * memory (its owner took, released and destroyed it), so its word is
 	 * not read before the bucket; only a spare record is made sure of. */
 	plk_lend_prepare(NULL);
+	if ((uintptr_t)next & PLK_COND_TAG)
+		(void)plk_wakers_prepare(next);  /* records for its wakers */
 	b = plk_waitq_lock(next);
 	/* Revalidate: via may have stopped waiting (even exited, and its
 	 * record been recycled) since we looked. */
 	if (__atomic_load_n(&via->tid, __ATOMIC_RELAXED) == tid &&
 	    __atomic_load_n(&via->blocked_on, __ATOMIC_ACQUIRE) == next) {
+		uintptr_t tag = (uintptr_t)next & (PLK_COND_TAG | PLK_RW_TAG);
+
 		plk_stat_inc(chain_steps);
-		if ((uintptr_t)next & PLK_RW_TAG)
+		if (tag == PLK_RW_TAG)
 			rw_update_at(b, (proxylock_rwlock_t *)((char *)next - PLK_RW_TAG), depth + 1);
+		else if (tag)
+			plk_wakers_update(b, next, depth + 1);  /* a condvar's or semaphore's */
 		else
 			update_at(b, next, depth + 1);
 	}

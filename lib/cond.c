@@ -38,6 +38,13 @@
  * With a
  * glibc mutex, which has no queue of ours, they are simply woken.
  *
+ * Waits for work lend to the workers (wakers.c): while queued on the
+ * condvar, its waiters lend to its wakers, the threads that lately
+ * signalled or broadcast it with waiters queued.  Every change of the
+ * queue is followed, under its bucket, by plk_wakers_update; a signal
+ * or broadcast that takes waiters off notes its caller as a waker first.
+ * A signal or broadcast with nobody waiting returns before any of it.
+ *
  * A waiter taken off never touches the condvar's storage again, so it
  * may be destroyed as soon as broadcast returns.  A waiter whose deadline
  * passes leaves the queue under the bucket lock if it is still there;
@@ -83,6 +90,7 @@
 #include "tsan.h"
 #include "vgclient.h"
 #include "waitq.h"
+#include "wakers.h"
 
 #define MUTEX_IS_GLIBC 1u  /* bit 0 of __mutex */
 #define WAKE_BATCH 32      /* waiters woken per bucket-lock hold */
@@ -108,6 +116,7 @@ int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock)
 	*c = (proxylock_cond_t)PROXYLOCK_COND_INITIALIZER;
 	if (clock == CLOCK_MONOTONIC)
 		c->__flags = PLK_COND_MONOTONIC;
+	plk_wakers_forget(cond_key(c));  /* a new condvar: none of an old one's wakers */
 	return 0;
 }
 
@@ -118,7 +127,13 @@ int proxylock_cond_destroy(proxylock_cond_t *c)
 	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE))
 		return EBUSY;
 	c->__flags |= PLK_COND_DESTROYED;
+	plk_cond_forget(c);
 	return 0;
+}
+
+void plk_cond_forget(proxylock_cond_t *c)
+{
+	plk_wakers_forget(cond_key(c));
 }
 
 /* The checks every wait makes before plk_cond_wait's own (which says
@@ -259,13 +274,16 @@ static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
 	bool queued;
 
 	tsan_internal_begin(c);
+	(void)plk_wakers_prepare(cond_key(c));
 	b = plk_waitq_lock(cond_key(c));
 	queued = __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == cond_key(c);
 	if (queued) {
 		plk_waitq_dequeue(me);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+		plk_wakers_update(b, cond_key(c), 1);  /* our lend to its wakers goes (K1) */
 	}
 	plk_waitq_unlock(b);
+	plk_lend_flush();
 	tsan_internal_end(c);
 	return queued;
 }
@@ -312,17 +330,21 @@ struct cond_wait {
  */
 static void cond_pass_on(proxylock_cond_t *c)
 {
-	struct plk_bucket *b = plk_waitq_lock(cond_key(c));
-	struct plk_thread *t = plk_waitq_first(b, cond_key(c));
+	struct plk_bucket *b;
+	struct plk_thread *t;
 
-	if (t) {
+	(void)plk_wakers_prepare(cond_key(c));
+	b = plk_waitq_lock(cond_key(c));
+	if ((t = plk_waitq_first(b, cond_key(c)))) {
 		plk_waitq_dequeue(t);
 		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
 		plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
+		plk_wakers_update(b, cond_key(c), 1);  /* not a waker: it passes one on */
 	}
 	plk_waitq_unlock(b);
 	if (t)
 		plk_waitq_unpark(t);
+	plk_lend_flush();
 }
 
 /*
@@ -494,19 +516,23 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		return EPERM;
 	tsan_internal_begin(c);
 	me = plk_thread_self();
-	if (!me) {
+	if (!me || plk_blocked_key(me) || plk_ilock_busy()) {  /* no record, or queued (a handler's wait) */
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
-	if (!ops && plk_lend_kinds(m))
-		plk_donate_waiter_refresh(me, 0);  /* a condvar wait is long: always */
+	/* A condvar wait is long: what it lends, to its mutex's next owner
+	 * or to the condvar's wakers, is read now. */
+	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_lend_kinds(m)))
+		plk_donate_waiter_refresh(me, 0);
 	b = plk_waitq_lock(cond_key(c));
 	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);
 	me->requeued = 0;
 	me->cond_mutex = m;
 	plk_waitq_enqueue(b, me, cond_key(c), false);
+	plk_wakers_update(b, cond_key(c), 1);  /* lend to its wakers while queued */
 	plk_waitq_unlock(b);
+	plk_lend_flush();
 	tsan_internal_end(c);
 
 	w.me = me;
@@ -645,6 +671,14 @@ void plk_cond_deferred_run(void)
 	errno = saved;
 }
 
+/* Under @c's bucket @b, having taken waiters off: the caller is a waker
+ * of @c, and what the rest lend follows (wakers.c, K1). */
+static void wakers_woke(struct plk_bucket *b, proxylock_cond_t *c)
+{
+	plk_wakers_note(b, cond_key(c));
+	plk_wakers_update(b, cond_key(c), 1);
+}
+
 /* Wake one or every waiter of @c, in batches. */
 static void wake_queued(proxylock_cond_t *c, bool all)
 {
@@ -652,17 +686,22 @@ static void wake_queued(proxylock_cond_t *c, bool all)
 	int n;
 
 	do {
-		struct plk_bucket *b = plk_waitq_lock(cond_key(c));
+		struct plk_bucket *b;
 
+		(void)plk_wakers_prepare(cond_key(c));
+		b = plk_waitq_lock(cond_key(c));
 		for (n = 0; n < (all ? WAKE_BATCH : 1) && (t = plk_waitq_first(b, cond_key(c))); n++) {
 			plk_waitq_dequeue(t);
 			__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
 			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
 			batch[n] = t;
 		}
+		if (n)
+			wakers_woke(b, c);
 		plk_waitq_unlock(b);
 		for (int i = 0; i < n; i++)
 			plk_waitq_unpark(batch[i]);
+		plk_lend_flush();  /* after the wake-ups: the waiters first */
 	} while (all && n == WAKE_BATCH);
 }
 
@@ -728,6 +767,7 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	int ret = MOVE_DONE, n = 0, nk = 0;
 
 	plk_lend_prepare(NULL);  /* m's word is read once m is known to be c's */
+	(void)plk_wakers_prepare(cond_key(c));
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
 		ret = MOVE_RETRY;
@@ -768,6 +808,8 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 		if (!all)
 			break;
 	}
+	if (n || moved)
+		wakers_woke(bc, c);
 	if (bc != bm)
 		plk_waitq_unlock(bc);
 	if (moved)

@@ -36,6 +36,9 @@ PLK_HIDDEN int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mute
 /** plk_cond_wake - wake one (@all false) or every waiter of @c. */
 PLK_HIDDEN void plk_cond_wake(proxylock_cond_t *c, bool all);
 
+/** plk_cond_forget - @c is destroyed: forget its wakers (wakers.h). */
+PLK_HIDDEN void plk_cond_forget(proxylock_cond_t *c);
+
 /** plk_cond_clock - the clock @c's timed waits use. */
 static inline clockid_t plk_cond_clock(const proxylock_cond_t *c)
 {

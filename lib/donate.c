@@ -31,51 +31,17 @@
  * with the token) and T's fork() (plk_donate_fork_prepare, which drops
  * it before returning).
  *
- * Invariants (each record's fields are under its own lock; the entry for
- * lock L in T.held is written only under L's bucket lock):
- *  I1  T.held has an entry for L only while T owns L with PLK_WAITERS
- *      set, or is inside unlock(L) between releasing the word and
- *      returning; so when T holds no lock with blocked waiters (and is
- *      not mid-unlock), E(T) = B(T), and once T's token is free the
- *      kernel's view equals B(T).  T's own unlock applies its withdrawal
- *      before returning; if another thread holds T's token, T waits for
- *      it (plk_donate_withdraw), and a waiter leaving an empty queue
- *      leaves PLK_WAITERS set so that T's unlock takes this path (M2).
- *  I2  T.applied is what the last sched calls for T left in the kernel
- *      (or what was read from it), of generation T.applied_gen; calls
- *      are made only by the token holder, only for fields where E(T)
- *      differs from T.applied.
- *  I3  A lend is recorded for T only under L's bucket lock, having seen
- *      T's TID and PLK_WAITERS in L's word; T cannot release L without
- *      that bucket (its one-CAS unlock fails while PLK_WAITERS is set).
- *      The apply comes after the bucket is dropped, when T may have
- *      released L: harmless, since T's withdrawal bumps T.gen and the
- *      token holder installs the newest generation last.  A releaser
- *      withdraws its own entry after releasing the word and waking the
- *      next owner; a non-owner's (lax) unlock withdraws the owner's
- *      entry under the bucket, before anyone can take L.
- *  I4  B(T) is read from the kernel only by T's token holder, and only
- *      while nothing it installed is in the kernel (T.applied = B(T)),
- *      so the read is B(T).  When T.held goes from empty to non-empty
- *      and nothing of ours is in the kernel, the copy of B(T) is marked
- *      unverified: it may conclude that the lend changes nothing (if
- *      younger than PLK_BASE_TTL_NS; else it is re-read first), but
- *      before any call is made on it the holder re-reads it.  A waiter
- *      re-reads its own base before it queues, if nothing is lent to it,
- *      its token is free and (a mutex's waiter) its copy is older than
- *      PLK_BASE_TTL_NS or says RT.  A new record's copy starts
- *      unverified.  An
- *      unverified copy is never returned to the application
- *      (plk_donate_base_get).  Nothing is lent to a TID that is not a
- *      live thread of this process: tgkill(pid, tid, 0) first, except for
- *      a record its own thread adopted, which is alive while we hold its
- *      token (its destructor takes the token before retiring it).
- *  I5  No syscall but the internal locks' own futex calls, no allocation
- *      and no cancellation point while any internal lock is held
- *      (checked by the -Dlockcheck=true build, run in CI).  Lock order:
- *      a bucket lock (two only while a condvar moves its waiters onto a
- *      mutex queue, cond.c, in address order), then at most one record
- *      lock, then the registry's free-list lock (a leaf).
+ * Invariants (stated and argued once, in docs/design.md, "Invariants
+ * (donation)"; cited here by name):
+ *  I1  a thread holding no lock with waiters, waking no waiting thread
+ *      and lent to by no one is lent nothing, and its unlock returns
+ *      with the kernel at its base
+ *  I2  T.applied is what the kernel has; calls only for fields that differ
+ *  I3  no donation to a former owner
+ *  I4  B(T) is read only by the token holder with nothing of ours in the
+ *      kernel; nothing is lent to a dead TID
+ *  I5  no syscall, allocation or cancellation point under an internal
+ *      lock; lock order bucket, record, free list
  */
 #include <pthread.h>
 #include <string.h>
@@ -111,20 +77,29 @@ static void lend_env(struct plk_lend_env *env)
 	env->capacity = plk_sched_capacity();
 }
 
-/* E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held. */
+/*
+ * E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held.
+ * The CPUs T passes on and their rank are part of it: a change of those
+ * alone (a lender of the CPUs T already has comes or goes) changes what
+ * T lends the lock it waits on, so it is a new generation too, and the
+ * chain is walked; the apply then finds nothing to set.
+ */
 static void recompute(struct plk_thread *t)
 {
 	struct plk_sched_ctx eff;
 	struct plk_lend_env env;
+	struct plk_cpu_owner own;
 	struct plk_lend all;
 
 	lend_env(&env);
 	plk_lend_init(&all);
 	for (int i = 0; i < t->nheld; i++)
 		plk_lend_merge(&all, &t->held[i].lend);
-	plk_lend_combine(&t->base, &all, &env, &eff);
-	if (!plk_sched_equal(&eff, &t->eff)) {
+	plk_lend_combine(&t->base, &all, &env, &eff, &own);
+	if (!plk_sched_equal(&eff, &t->eff) || own.rank != t->eff_cpus.rank ||
+	    !CPU_EQUAL(&own.cpus, &t->eff_cpus.cpus)) {
 		t->eff = eff;
+		t->eff_cpus = own;
 		t->gen++;
 	}
 }
@@ -195,7 +170,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 /* A writer lends to PLK_RW_LEND_MAX (32) readers in one hold.  Not the
  * real bound: a timed-out rwlock waiter's hold does two lend updates
  * (rw_timedout's, then grant's), up to 66 applies; more is static TLS,
- * which the dlopen tests run out of (docs/design.md, Known limits). */
+ * which the dlopen tests run out of (docs/design.md, "Read sets"). */
 #define DEFER_MAX 40
 
 static __thread struct plk_apply deferred[DEFER_MAX];
@@ -238,7 +213,41 @@ bool plk_donate_next_deferred(struct plk_apply *out)
 void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
 {
 	plk_ilock_lock(&w->lock);
-	plk_lend_add(l, &w->eff, kinds);
+	plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
+	plk_ilock_unlock(&w->lock);
+}
+
+/* Is @key a wait for work's (a condvar's or a semaphore's queue key)? */
+static bool waker_key(const void *key)
+{
+	uintptr_t tag = (uintptr_t)key & 3u;
+
+	return tag == PLK_COND_TAG || tag == PLK_SEM_TAG;
+}
+
+void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
+{
+	struct plk_sched_ctx eff;
+	struct plk_cpu_owner own;
+	struct plk_lend_env env;
+	struct plk_lend all;
+	bool skipped = false;
+
+	plk_ilock_lock(&w->lock);
+	lend_env(&env);
+	plk_lend_init(&all);
+	for (int i = 0; i < w->nheld; i++) {
+		if (waker_key(w->held[i].lock))
+			skipped = true;
+		else
+			plk_lend_merge(&all, &w->held[i].lend);
+	}
+	if (skipped) {
+		plk_lend_combine(&w->base, &all, &env, &eff, &own);
+		plk_lend_add_ranked(l, &eff, &own, kinds);
+	} else {
+		plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
+	}
 	plk_ilock_unlock(&w->lock);
 }
 
@@ -254,9 +263,9 @@ void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int
 		return;
 	}
 	changed = held_set(o, lock, l);
-	/* The lock it waits on, for the chain walk: read here, where the
+	/* The queue it waits on, for the chain walk: read here, where the
 	 * record is known to be @owner's. */
-	next = changed ? plk_blocked_mutex(o) : NULL;
+	next = changed ? plk_blocked_key(o) : NULL;
 	if (apply_due(o))
 		defer(o, owner, next, depth);
 	plk_thread_unlock(o);
@@ -267,11 +276,13 @@ void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 	struct plk_lend none = { .kinds = 0 };
 	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
 
+	void *next;
+
 	if (!t)
 		return;
-	held_set(t, lock, &none);
+	next = held_set(t, lock, &none) ? plk_blocked_key(t) : NULL;
 	if (apply_due(t))
-		defer(t, tid, NULL, 0);
+		defer(t, tid, next, 0);
 	plk_thread_unlock(t);
 }
 
@@ -299,6 +310,10 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
 		return 0;
 	}
 	plk_stat_inc(donations);
+	if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_COND_TAG)
+		plk_stat_inc(lent_cond);  /* wakers.c: a condvar's waiters */
+	else if (((uintptr_t)lock & PLK_SEM_TAG) == PLK_SEM_TAG)
+		plk_stat_inc(lent_sem);
 	if (kinds & PROXYLOCK_DONATE_UCLAMP)
 		plk_stat_inc(lent_uclamp);
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)
@@ -499,7 +514,7 @@ void plk_donate_fork_child(const struct plk_donate_fork_copy *copy)
 	if (plk_sched_read(0, &now) != 0)
 		return;
 	want = *base;
-	if (base->flags & PLK_SCHED_RESET_ON_FORK) {
+	if (base->flags & PLK_SCHED_FLAG_RESET_ON_FORK) {
 		/* What the kernel makes of the base in such a child
 		 * (sched_setscheduler(2)): an RT policy becomes SCHED_OTHER,
 		 * a negative nice 0, the clamps their defaults (as read now),
@@ -618,24 +633,34 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 	pid_t tid = (pid_t)plk_tid();
 	uint64_t now_ns = plk_now_ns();
 
+	bool changed;
+
 	plk_ilock_lock(&self->lock);
-	if (!held_set(self, lock, &none) && !apply_due(self) && !self->applier) {
+	changed = held_set(self, lock, &none);
+	if (!changed && !apply_due(self) && !self->applier) {
 		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
 		return;
 	}
+	/* Released on the way into a wait (a condvar's, queued first): what
+	 * @self lends there changed too; the caller's flush walks on. */
+	if (changed && plk_blocked_key(self))
+		defer(self, tid, plk_blocked_key(self), 0);
 	if (plk_thread_token_wait(self, tid))
 		apply_locked(self, tid, now_ns);
 }
 
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)
 {
-	struct plk_sched_ctx now;
+	struct plk_sched_ctx now, eff0;
+	struct plk_cpu_owner own0;
 	struct plk_thread *t;
 	uint64_t ns;
 	bool ok, read;
 
 	if (!(t = token_for(tid, true)))
 		return set(arg);
+	eff0 = t->eff;
+	own0 = t->eff_cpus;
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
 	plk_ilock_unlock(&t->lock);
@@ -657,6 +682,12 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		t->gen++;
 		recompute(t);        /* and the lend again on top of the new base */
 	}
+	/* If T waits on a lock, what it lends that lock's owner changed too:
+	 * the caller's plk_lend_flush walks the chain (nothing is applied
+	 * twice: the apply below leaves nothing due). */
+	if (read && (!plk_sched_equal(&eff0, &t->eff) || own0.rank != t->eff_cpus.rank ||
+	             !CPU_EQUAL(&own0.cpus, &t->eff_cpus.cpus)) && plk_blocked_key(t))
+		defer(t, tid, plk_blocked_key(t), 0);
 	apply_locked(t, tid, ns);
 	return ok;
 }

@@ -34,6 +34,16 @@ struct plk_apply {
 PLK_HIDDEN void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds);
 
 /**
+ * plk_donate_fold_for_wakers - plk_donate_fold for a wait for work's
+ * wakers: E(@w) without what @w is lent by waits for work itself (only
+ * by its locks and explicit lends).  Wakers can wait for each other
+ * without a deadlock, and a lend passed round such a cycle would keep
+ * itself for ever.
+ */
+PLK_HIDDEN void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w,
+                                           unsigned kinds);
+
+/**
  * plk_donate_set - under @lock's bucket lock, @owner seen owning @lock
  * with PLK_WAITERS set (I3): record that @lock's waiters lend @owner @l
  * (l->kinds == 0: nothing, drop the entry) and recompute E(owner).  A
@@ -69,7 +79,9 @@ PLK_HIDDEN void plk_donate_apply(const struct plk_apply *a);
 
 /**
  * plk_donate_withdraw - no internal lock held: @self has released @lock:
- * drop what it received through @lock and restore the kernel's view.
+ * drop what it received through @lock and restore the kernel's view.  If
+ * @self is queued on another key (a condvar wait releasing its mutex),
+ * the walk down that chain is deferred: the caller runs plk_lend_flush.
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 
@@ -110,7 +122,8 @@ enum {
  * of being undone by the next restore: holding @tid's apply token (it
  * waits for it, with no internal lock held), the new values are read
  * back into its base and any lend is applied on top.  @set returns true
- * on success.  Returns what @set returned.
+ * on success.  Returns what @set returned.  If @tid waits on a lock, the
+ * walk down its chain is deferred: the caller runs plk_lend_flush.
  */
 PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
 

@@ -8,8 +8,8 @@
  * ours, and may take interposed locks that other threads hold; had we
  * kept our locks, those would wait for the forking thread, or their
  * holders for ours (issue 35).  What a child must find empty it finds
- * so from the kernel, before any handler runs in it: the bucket table,
- * the thread records and their table, the free list, the counters and
+ * so from the kernel, before any handler runs in it: the bucket table
+ * and the wakers table beside it, the thread records and their table, the free list, the counters and
  * the process's identity are on pages marked MADV_WIPEONFORK (registry.h,
  * Identity).  So prepare only copies the forking thread's base context
  * and what of ours the kernel has (it adopts or makes its record first,
@@ -27,11 +27,13 @@
 #include <sys/single_threaded.h>
 
 #include "donate.h"
+#include "lendto.h"
 #include "observe.h"
 #include "rdset.h"
 #include "registry.h"
 #include "stats.h"
 #include "waitq.h"
+#include "wakers.h"
 
 /* The forking thread's base, copied in prepare (glibc runs one fork's
  * handlers at a time); fork_base_copied: there is a copy to restore. */
@@ -65,6 +67,8 @@ static void fork_child(void)
 	plk_registry_fork_child();
 	plk_rdset_fork_child();  /* after the TID is renewed */
 	plk_waitq_fork_child();
+	plk_wakers_fork_child();
+	plk_lendto_fork_child();
 	plk_stats_fork_child();
 	if (fork_base_copied)
 		plk_donate_fork_child(&fork_copy);
@@ -79,6 +83,7 @@ static __attribute__((constructor)) void fork_hooks_install(void)
 {
 	plk_registry_fork_init();
 	plk_waitq_fork_init();
+	plk_wakers_fork_init();
 	plk_stats_fork_init();
 	/* The record key made at load, among the program's first keys:
 	 * glibc keeps the first 32 in each thread's own block, so setting

@@ -117,21 +117,18 @@ PLK_HIDDEN void plk_cond_deferred_run(void);
  * option every hook below is empty.
  */
 #ifdef PLK_LOCKCHECK
-/* RCU read-side sections the calling thread is inside now. */
-PLK_HIDDEN extern __thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
-
 /** plk_lockcheck_violation - report @what (a fixed string), then abort
  * (or, with PLK_LOCKCHECK=warn in the environment, log it with a backtrace, once per distinct stack). */
 PLK_HIDDEN void plk_lockcheck_violation(const char *what);
-
-static inline void plk_lockcheck_acquired(void)
-{
-	if (__builtin_expect(plk_rcu_depth != 0, 0))
-		plk_lockcheck_violation("an internal lock taken inside rcu_read_lock()");
-}
-#else
-static inline void plk_lockcheck_acquired(void) {}
 #endif
+
+/* Does this thread hold or take an internal lock?  Seen from a signal
+ * handler: its interrupted code does (a relaxed load: the handler runs
+ * on this thread, in program order after the count's store). */
+static inline bool plk_ilock_busy(void)
+{
+	return __atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0;
+}
 
 /* Count an internal lock as held, before its word is taken. */
 static inline void plk_ilock_enter(void)
@@ -164,7 +161,6 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
 	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		plk_ilock_lock_slow(l);
-	plk_lockcheck_acquired();
 }
 
 /** plk_ilock_unlock - release @l, waking its sleepers if there are any. */

@@ -11,7 +11,10 @@
  * base.  Per kind, "less able" and what is lent:
  *   uclamp_min = max, uclamp_max = max (and >= uclamp_min, so a low
  *     uclamp_max on the holder never caps the donated minimum);
- *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER;
+ *   nice = min, non-RT policy = highest of IDLE < BATCH < OTHER (a
+ *     SCHED_IDLE thread's nice is latent, below nice 19's weight: as a
+ *     waiter it lends no nice better than 19; as a holder lifted out of
+ *     IDLE it runs at the lent nice, not its latent one);
  *   RT = highest SCHED_FIFO/SCHED_RR priority (FIFO before RR at equal
  *     priority), if above the holder's;
  *   CPUs: only waiters that outrank the holder's base (plk_lend_rank,
@@ -21,10 +24,12 @@
  *     their NUMA nodes (NODE); always within the process's cpuset (other
  *     CPUs are dropped; nothing left => B(T)'s CPUs).  Where CPU
  *     capacities differ, the result is never of lower best capacity than
- *     the best CPU B(T)'s own CPUs offer within the cpuset: if it would
- *     be, those best CPUs of the base are added back.  Waiters that do
- *     not outrank the holder lend no CPUs, so a lend between equals
- *     changes nothing and costs no scheduler call;
+ *     the best CPU B(T)'s own CPUs offer within the cpuset: a WAITERS lend
+ *     that would be is refused (the holder keeps B(T)'s CPUs: WAITERS
+ *     means only where the waiters run), and NODE gets those best CPUs of
+ *     the base added back (UNION always has them).  Waiters that do not
+ *     outrank the holder lend no CPUs, so a lend between equals changes
+ *     nothing and costs no scheduler call;
  *   a SCHED_DEADLINE thread is never changed.
  * Every kind but CPUs only rises, so E(T) >= B(T) there by construction;
  * CPUs are not ordered by themselves, hence the rank.
@@ -39,9 +44,19 @@
  * tie-breaker.  uclamp_min decides no pick, only frequency and placement,
  * so it ranks last: it is what makes a big waiter outrank an equally
  * nice small holder.  Nice is ignored for RT, DEADLINE and IDLE threads,
- * as the kernel ignores it.  The rank folded is E(W)'s, so a waiter
- * raised by what it is lent ranks as raised, and chains compose: E(W)
- * already holds what W itself is lent.
+ * as the kernel ignores it.
+ *
+ * CPUs carry the rank of the thread they belong to, not of whoever holds
+ * them.  A waiter W folds E(W) for every kind, so chains compose (E(W)
+ * already holds what W itself is lent), but of CPUs it passes on those
+ * of one owner with that owner's rank (struct plk_cpu_owner, kept beside
+ * E(W)): the CPUs lent to W, within the cpuset, at their lender's rank,
+ * if W was lent CPUs; else W's own, at W's base rank.  Under UNION and
+ * NODE, W's own CPUs in E(W) are not passed on with the lender's rank.
+ * So a thread raised by a nice or uclamp lend never lends its own CPUs
+ * with its lender's rank, and a lender's CPUs reach the end of a chain
+ * when they are the top-ranked ones at every hop and outrank the last
+ * owner (a middle thread that outranks the lender passes on its own).
  *
  * Fold and merge are commutative and associative: every kind is a max
  * or a min, and the CPUs are a max of rank with the union at equal rank.
@@ -111,7 +126,8 @@ void plk_lend_init(struct plk_lend *l)
 	l->ctx.policy = SCHED_IDLE;     /* lowest fair rank */
 }
 
-void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds)
+void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w,
+                         const struct plk_cpu_owner *own, unsigned kinds)
 {
 	l->kinds |= kinds;
 	if (kinds & PROXYLOCK_DONATE_UCLAMP) {
@@ -121,8 +137,13 @@ void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned ki
 			l->ctx.umax = w->umax;
 	}
 	if ((kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(w->policy)) {
-		if (w->nice < l->ctx.nice)
-			l->ctx.nice = w->nice;
+		/* A SCHED_IDLE thread's nice is latent: its weight is below
+		 * nice 19's, so it lends no nice better than 19 (and, lifted
+		 * out of IDLE by a lend, takes the lent nice: combine). */
+		int nice = w->policy == SCHED_IDLE && w->nice < 19 ? 19 : w->nice;
+
+		if (nice < l->ctx.nice)
+			l->ctx.nice = nice;
 		/* Rank 2 is SCHED_OTHER's: a policy of that rank that is not a
 		 * fair one (SCHED_DEADLINE) is lent as SCHED_OTHER. */
 		if (fair_rank(w->policy) > fair_rank(l->ctx.policy))
@@ -134,7 +155,14 @@ void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned ki
 		l->rt_policy = w->policy;
 	}
 	if (kinds & PROXYLOCK_DONATE_AFFINITY)
-		add_cpus(l, plk_lend_rank(w), &w->cpus);
+		add_cpus(l, own->rank, &own->cpus);
+}
+
+void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds)
+{
+	struct plk_cpu_owner own = { plk_lend_rank(w), w->cpus };
+
+	plk_lend_add_ranked(l, w, &own, kinds);
 }
 
 void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l)
@@ -175,59 +203,95 @@ static unsigned best_capacity(const struct plk_capacity_map *cap, const cpu_set_
 	return best;
 }
 
-/* The capacity rule: if @out's best CPU is below the best that @base may
- * use (within the cpuset, or its own CPUs if none is in it), add those
- * best CPUs of the base. */
-static void keep_best_capacity(const struct plk_sched_ctx *base, const struct plk_lend_env *env,
+/* The best capacity that @base may use: of its CPUs within the cpuset,
+ * or of its own CPUs if none is in it; those CPUs in *@own. */
+static unsigned base_best_capacity(const struct plk_sched_ctx *base, const struct plk_lend_env *env,
+                                   cpu_set_t *own)
+{
+	*own = base->cpus;
+	if (env->allowed)
+		CPU_AND(own, own, env->allowed);
+	if (CPU_COUNT(own) == 0)
+		*own = base->cpus;
+	return best_capacity(env->capacity, own);
+}
+
+/*
+ * The capacity rule, where capacities differ: if @out's best CPU is below
+ * the best that @base may use, a `waiters` lend is refused (false: the
+ * holder keeps its own CPUs; its meaning is "only where the waiters
+ * run", and those are all slower), and a `node` lend gets those best CPUs
+ * of the base added back (a `union` always holds them).
+ */
+static bool keep_best_capacity(const struct plk_sched_ctx *base, const struct plk_lend_env *env,
                                cpu_set_t *out)
 {
 	const struct plk_capacity_map *cap = env->capacity;
-	cpu_set_t own = base->cpus;
-	unsigned best;
+	cpu_set_t own;
+	unsigned best = base_best_capacity(base, env, &own);
 
-	if (env->allowed)
-		CPU_AND(&own, &own, env->allowed);
-	if (CPU_COUNT(&own) == 0)
-		own = base->cpus;
-	best = best_capacity(cap, &own);
 	if (best_capacity(cap, out) >= best)
-		return;
+		return true;
+	if (env->affinity == PROXYLOCK_AFFINITY_WAITERS)
+		return false;
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, &own) && cap->of[cpu] == best)
 			CPU_SET(cpu, out);
+	return true;
 }
 
-static void combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *lent,
+/* @base's CPUs under @lent, by @env's policy, into *@out; false (and *@out
+ * untouched) if the capacity rule refuses the lend. */
+static bool combine_affinity(const struct plk_sched_ctx *base, const cpu_set_t *lent,
                              const struct plk_lend_env *env, cpu_set_t *out)
 {
-	cpu_set_t nodes;
+	cpu_set_t cpus, nodes;
 
 	switch (env->affinity) {
 	case PROXYLOCK_AFFINITY_UNION:
-		CPU_OR(out, &base->cpus, lent);
+		CPU_OR(&cpus, &base->cpus, lent);
 		break;
 	case PROXYLOCK_AFFINITY_NODE:
-		CPU_OR(out, &base->cpus, lent);
+		CPU_OR(&cpus, &base->cpus, lent);
 		if (env->numa && env->numa->nnodes > 0) {
 			cpus_of_nodes(env->numa, lent, &nodes);
-			CPU_AND(out, out, &nodes);
+			CPU_AND(&cpus, &cpus, &nodes);
 		}
 		break;
 	default:
-		*out = *lent;
+		cpus = *lent;
 	}
 	if (env->allowed)
-		CPU_AND(out, out, env->allowed);
-	if (CPU_COUNT(out) == 0)
-		*out = base->cpus;
-	if (env->capacity && env->capacity->differ)
-		keep_best_capacity(base, env, out);
+		CPU_AND(&cpus, &cpus, env->allowed);
+	if (CPU_COUNT(&cpus) == 0)
+		return false;
+	if (env->capacity && env->capacity->differ && !keep_best_capacity(base, env, &cpus))
+		return false;
+	*out = cpus;
+	return true;
+}
+
+/* What T passes on of CPUs lent to it: the lent ones, within the cpuset. */
+static void lent_cpus_owned(const struct plk_lend *l, const struct plk_lend_env *env,
+                            struct plk_cpu_owner *own)
+{
+	own->rank = l->cpu_rank;
+	own->cpus = l->ctx.cpus;
+	if (env->allowed)
+		CPU_AND(&own->cpus, &own->cpus, env->allowed);
 }
 
 void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
-                      const struct plk_lend_env *env, struct plk_sched_ctx *out)
+                      const struct plk_lend_env *env, struct plk_sched_ctx *out,
+                      struct plk_cpu_owner *own)
 {
+	uint64_t base_rank = plk_lend_rank(base);
+
 	*out = *base;
+	if (own) {
+		own->rank = base_rank;
+		own->cpus = base->cpus;
+	}
 	if (base->policy == SCHED_DEADLINE)
 		return;
 	if (l->kinds & PROXYLOCK_DONATE_UCLAMP) {
@@ -243,14 +307,19 @@ void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l
 	}
 	if ((l->kinds & PROXYLOCK_DONATE_NICE) && !plk_sched_is_rt(out->policy) &&
 	    l->ctx.nice <= 19) {
-		if (l->ctx.nice < out->nice)
+		bool lifted = fair_rank(l->ctx.policy) > fair_rank(out->policy);
+
+		/* A SCHED_IDLE base's nice is latent: lifted out of IDLE, the
+		 * holder runs at the lent nice, never at its own. */
+		if (l->ctx.nice < out->nice || (lifted && out->policy == SCHED_IDLE))
 			out->nice = l->ctx.nice;
-		if (fair_rank(l->ctx.policy) > fair_rank(out->policy))
+		if (lifted)
 			out->policy = l->ctx.policy;
 	}
 	if ((l->kinds & PROXYLOCK_DONATE_AFFINITY) && CPU_COUNT(&l->ctx.cpus) > 0 &&
-	    l->cpu_rank > plk_lend_rank(base))
-		combine_affinity(base, &l->ctx.cpus, env, &out->cpus);
+	    l->cpu_rank > base_rank && combine_affinity(base, &l->ctx.cpus, env, &out->cpus) &&
+	    own)
+		lent_cpus_owned(l, env, own);
 }
 
 unsigned plk_lend_kinds_changed(const struct plk_sched_ctx *before, const struct plk_sched_ctx *now)

@@ -42,8 +42,30 @@ PLK_HIDDEN uint64_t plk_lend_rank(const struct plk_sched_ctx *c);
 /** plk_lend_init - an empty lend: the identity of plk_lend_add/merge. */
 PLK_HIDDEN void plk_lend_init(struct plk_lend *l);
 
-/** plk_lend_add - fold waiter context @w, for @kinds, into @l. */
+/**
+ * plk_lend_add - fold waiter context @w, for @kinds, into @l; its CPUs
+ * rank as @w itself (plk_lend_rank(@w)): right for a waiter that is lent
+ * nothing, and for a fold's own context.
+ */
 PLK_HIDDEN void plk_lend_add(struct plk_lend *l, const struct plk_sched_ctx *w, unsigned kinds);
+
+/*
+ * The CPUs a thread passes on when it waits, and the rank of the thread
+ * they belong to: a lender's (those it lent, within the cpuset) if E(T)'s
+ * CPUs were lent, else T's own base CPUs at T's base rank.
+ */
+struct plk_cpu_owner {
+	uint64_t rank;
+	cpu_set_t cpus;
+};
+
+/**
+ * plk_lend_add_ranked - plk_lend_add, but @w's CPUs are @own's: for a
+ * waiter's effective context E(W), so that a chain never lends one
+ * thread's CPUs with another's rank.
+ */
+PLK_HIDDEN void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w,
+                                    const struct plk_cpu_owner *own, unsigned kinds);
 
 /** plk_lend_merge - fold lend @l (another lock's) into @into. */
 PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
@@ -51,11 +73,14 @@ PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);
 /**
  * plk_lend_combine - E(T): base @base with lend @l on top, under @env's
  * affinity policy, cpuset and CPU capacities, into *@out.  CPUs are lent
- * only if @l's top-ranked waiters outrank @base.  A SCHED_DEADLINE base
- * is returned unchanged.
+ * only if @l's top-ranked waiters outrank @base and the capacity rule
+ * allows.  A SCHED_DEADLINE base is returned unchanged.  If @own is not
+ * NULL, it receives the CPUs T passes on when it waits (struct
+ * plk_cpu_owner).
  */
 PLK_HIDDEN void plk_lend_combine(const struct plk_sched_ctx *base, const struct plk_lend *l,
-                                 const struct plk_lend_env *env, struct plk_sched_ctx *out);
+                                 const struct plk_lend_env *env, struct plk_sched_ctx *out,
+                                 struct plk_cpu_owner *own);
 
 /**
  * plk_lend_kinds_changed - the PROXYLOCK_DONATE_* kinds in which context

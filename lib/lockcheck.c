@@ -26,7 +26,7 @@
  * run lists every site.
  *
  * The library's undefined symbols (nm -u of libproxylock.so and
- * libproxylock-preload.so, glibc 2.36, liburcu 0.13, libnuma 2.0.16),
+ * libproxylock-preload.so, glibc 2.36, libnuma 2.0.16),
  * classified:
  *
  * Wrapped, reported under a lock:
@@ -49,21 +49,10 @@
  *   pthread_mutex_lock pthread_once pthread_key_create
  *   pthread_setspecific __register_atfork  glibc locks (futex) or allocation
  *   qsort                                 allocates above 1 KiB of data
- *   dl_iterate_phdr dlsym dlvsym          the loader's lock, allocation
+ *   dlsym dlvsym                          the loader's lock, allocation
  *   numa_allocate_cpumask numa_bitmask_free numa_node_of_cpu
  *   numa_node_to_cpus numa_parse_cpustring_all
  *                                         allocate, or read sysfs
- *   urcu_bp_read_lock                     registers the thread on first
- *                                         use (mutex, mmap); also counted
- *                                         in plk_rcu_depth, with
- *                                         urcu_bp_read_unlock, so that an
- *                                         internal lock taken inside a
- *                                         read-side section is reported
- *                                         too (plk_lockcheck_acquired)
- *   urcu_bp_before_fork urcu_bp_after_fork_parent urcu_bp_after_fork_child
- *   urcu_bp_call_rcu_before_fork urcu_bp_call_rcu_after_fork_parent
- *   urcu_bp_call_rcu_after_fork_child     liburcu's mutexes
- *   _cds_lfht_new cds_lfht_add_unique     allocate (a resize: call_rcu)
  *
  * Allowed under a lock (not wrapped):
  *   memcmp memmove memset strcmp strncmp strcspn strlen strrchr strstr
@@ -72,10 +61,6 @@
  *                                         pure, or read-only
  *   snprintf                              the library's formats are
  *                                         fixed: no allocation, no syscall
- *   cds_lfht_lookup cds_lfht_first cds_lfht_next
- *                                         lock-free reads (inside a
- *                                         read-side section, which itself
- *                                         is checked)
  *   numa_bitmask_isbitset numa_num_configured_cpus
  *                                         read libnuma's tables
  *   pthread_setcancelstate pthread_setcanceltype __sigsetjmp
@@ -97,7 +82,6 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
-#include <link.h>
 #include <numa.h>
 #include <pthread.h>
 #include <sched.h>
@@ -113,8 +97,6 @@
 #include <unistd.h>
 
 #include "futex.h"
-
-__thread unsigned plk_rcu_depth __attribute__((tls_model("initial-exec")));
 
 /* Frames kept of a violation's stack in warn mode, and distinct stacks
  * remembered (so each is logged once; beyond that, all are logged). */
@@ -285,8 +267,6 @@ WRAP(int, __register_atfork, (void (*p)(void), void (*pa)(void), void (*c)(void)
      (p, pa, c, d))
 
 /* The loader. */
-WRAP(int, dl_iterate_phdr,
-     (int (*cb)(struct dl_phdr_info *, size_t, void *), void *d), (cb, d))
 WRAP(void *, dlsym, (void *h, const char *s), (h, s))
 WRAP(void *, dlvsym, (void *h, const char *s, const char *v), (h, s, v))
 
@@ -296,48 +276,6 @@ WRAP_VOID(numa_bitmask_free, (struct bitmask *b), (b))
 WRAP(int, numa_node_of_cpu, (int cpu), (cpu))
 WRAP(int, numa_node_to_cpus, (int node, struct bitmask *b), (node, b))
 WRAP(struct bitmask *, numa_parse_cpustring_all, (const char *s), (s))
-
-/* liburcu (urcu-bp flavour; lockstat.c).  Declared here, not from
- * <urcu-bp.h>, whose macros rename these entry points. */
-struct cds_lfht;
-struct cds_lfht_node;
-struct cds_lfht_mm_type;
-struct rcu_flavor_struct;
-struct cds_lfht_alloc;
-WRAP_VOID(urcu_bp_before_fork, (void), ())
-WRAP_VOID(urcu_bp_after_fork_parent, (void), ())
-WRAP_VOID(urcu_bp_after_fork_child, (void), ())
-WRAP_VOID(urcu_bp_call_rcu_before_fork, (void), ())
-WRAP_VOID(urcu_bp_call_rcu_after_fork_parent, (void), ())
-WRAP_VOID(urcu_bp_call_rcu_after_fork_child, (void), ())
-WRAP(struct cds_lfht *, _cds_lfht_new,
-     (unsigned long init, unsigned long min_nr, unsigned long max_nr, int flags,
-      const struct cds_lfht_mm_type *mm, const struct rcu_flavor_struct *fl, pthread_attr_t *attr),
-     (init, min_nr, max_nr, flags, mm, fl, attr))
-WRAP(struct cds_lfht_node *, cds_lfht_add_unique,
-     (struct cds_lfht *ht, unsigned long hash,
-      int (*match)(struct cds_lfht_node *, const void *), const void *key,
-      struct cds_lfht_node *node),
-     (ht, hash, match, key, node))
-
-/* Read-side sections: counted, so plk_ilock_lock can tell it is inside one. */
-void __real_urcu_bp_read_lock(void);
-void __real_urcu_bp_read_unlock(void);
-void __wrap_urcu_bp_read_lock(void);
-void __wrap_urcu_bp_read_unlock(void);
-
-void __wrap_urcu_bp_read_lock(void)
-{
-	check("rcu_read_lock()");
-	__real_urcu_bp_read_lock();
-	plk_rcu_depth++;
-}
-
-void __wrap_urcu_bp_read_unlock(void)
-{
-	plk_rcu_depth--;
-	__real_urcu_bp_read_unlock();
-}
 
 /* --- wrappers: clocks ------------------------------------------------ */
 

@@ -7,20 +7,17 @@
  * then every mutex, rwlock and condvar the interposer sees gets a row.  No
  * interposed call and no part of the report takes memory from the
  * program's allocator (an allocator whose locks are pthread mutexes,
- * jemalloc, would come back here inside its own lock, for ever), takes a
- * lock, or enters liburcu.  Rows are carved from slabs this file mmaps
+ * jemalloc, would come back here inside its own lock, for ever) or takes
+ * a lock.  Rows are carved from slabs this file mmaps
  * (a bump index, claimed with one fetch-and-add), never freed or moved,
  * so a destroyed lock's address that comes back as another lock goes on
  * counting in the same row, as in mutrace.  They are found through an
  * index of its own: open addressing, linear probing, insert only, in
  * levels that double in size, each mapped when first needed.  A slot
  * goes once from empty to a row, by CAS, and never changes again, so a
- * lookup needs no read-side section and nothing ever waits for readers.
- * (It was a cds_lfht under urcu-bp: urcu-bp registers each thread on its
- * first read-side section, under liburcu's registry lock, which fork's
- * prepare handler holds, so an allocator counted from its own prefork
- * handler deadlocked; and registration aborts when it cannot map its
- * arena.)  Counters are relaxed atomics.
+ * lookup needs no read-side section and nothing ever waits for readers
+ * (why not liburcu's hash table: docs/design.md, "Dependencies").
+ * Counters are relaxed atomics.
  *
  * A fork child reports what it did itself: its rows start at zero and
  * its index empty, as the process-wide counters of stats.c do, so that

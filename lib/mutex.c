@@ -25,32 +25,16 @@
  * busy CPU (or nice 19) to finish the unlock there, delaying the waiter.
  * Unlock returns with our kernel view back at its base.
  *
- * Invariants (under the bucket lock):
- *  M1  queue(L) non-empty  =>  PLK_WAITERS is set in L's word, or L's word
- *      is 0 / held by a barger and a woken waiter (park == WOKEN) is on
- *      its way back to the bucket, where it will take L or set
- *      PLK_WAITERS before sleeping again.  So no wake-up is ever lost.
- *  M2  PLK_WAITERS is cleared only by the release itself, holding the
- *      bucket: a waiter leaving an empty queue leaves it set, so that the
- *      owner's unlock takes the slow path and waits for the apply of its
- *      withdrawal (donate.c, I1).
- *  M3  A woken waiter that finds L held re-queues keeping its first
- *      enqueue time: at the tail of its rank while it has waited less
- *      than PROXYLOCK_HANDOFF_US (wakes rotate through the waiters, as
- *      glibc's futex queue does), else first in its rank.  Only the head
- *      is handed L.  A waiter past the bound is handed L within two slow
- *      unlocks per other waiter of its rank (one may wake it, one hand
- *      off to it once it comes back past the bound, ahead of us), plus
- *      the returns of woken waiters (docs/design.md, M3 and "The
- *      4-thread 10 µs cell").
- *  M4  A handoff stores the waiter's TID in the word before its park
- *      word says HANDED (it may return and unlock at once).
- *  M5  A waiter leaving without the lock (deadline, cancelled condvar
- *      wait) may hold M1's duty (it was woken): it leaves only once it
- *      took L, or the queue is empty (its lend withdrawn), or the word is
- *      held with PLK_WAITERS set; failed CASes are retried (lock_timedout).
- *  M6  PLK_WAITERS is never set on a reserved word (destroyed, not
- *      recoverable): nobody would unlock it (cond.c wakes instead).
+ * Invariants, under the bucket lock (stated and argued once, in
+ * docs/design.md, "Invariants (mutex)"; cited here by name):
+ *  M1  no lost wake-up: a queued waiter means WAITERS, or a woken waiter
+ *      on its way back
+ *  M2  only the release clears WAITERS
+ *  M3  a woken waiter that lost goes back to the tail inside the handoff
+ *      bound, first past it
+ *  M4  the word names a handed-off waiter before its park word says so
+ *  M5  a waiter leaving without the lock keeps M1's duty
+ *  M6  WAITERS is never set on a reserved word
  */
 #include <errno.h>
 #include <sched.h>
@@ -80,7 +64,7 @@
  * 0.74-0.94x glibc's throughput with an empty critical section.  Caps of
  * 512 and 1024 measured better still at 2 threads and burn more CPU; at
  * the 64 cap, an extra read after the last pause measured worse
- * (docs/design.md, "Contended throughput").
+ * (docs/results.md, "Contended throughput").
  */
 #define PLK_SPIN_PAUSE_MAX 256u
 
@@ -285,7 +269,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	/* A copy of our base read in the last PLK_BASE_TTL_NS stands: with
 	 * the re-read's two syscalls before every sleep, our p99 wait with
 	 * 100 ns critical sections was about 10 us at 4-16 threads, without
-	 * them 41-120 ns (docs/design.md, "Contended throughput"). */
+	 * them 41-120 ns (docs/results.md, "Contended throughput"). */
 	if (plk_lend_kinds(m))
 		plk_donate_waiter_refresh(me, PLK_BASE_TTL_NS);
 	for (;;) {
@@ -367,6 +351,19 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	}
 }
 
+
+/* The caller's record, if it may queue: not one already queued elsewhere,
+ * nor one its interrupted code is queueing (a signal handler's lock
+ * inside a wait of its thread, or inside our critical section: a record
+ * is on one queue at a time), which takes the lock yielding, lending
+ * nothing. */
+static struct plk_thread *queueable_self(void)
+{
+	struct plk_thread *me = plk_thread_self();
+
+	return me && !plk_blocked_key(me) && !plk_ilock_busy() ? me : NULL;
+}
+
 /* After a failed fast path: relock rules (unless @retake), spin, block. */
 static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespec *abstime,
                      bool retake)
@@ -393,7 +390,7 @@ static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespe
 	plk_stat_contended();
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);
-	me = plk_thread_self();
+	me = queueable_self();
 	err = me ? lock_block(m, me, self, clock, abstime, false, retake)
 	         : lock_yielding(m, self, clock, abstime);
 	if (err == 0)
@@ -574,8 +571,10 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	if (head)
 		plk_waitq_unpark(head);
 	plk_lend_flush();
-	if (me)
+	if (me) {
 		plk_donate_withdraw(me, m);
+		plk_lend_flush();
+	}
 }
 
 /*

@@ -32,20 +32,12 @@
  * proxylock before a drop stays one; its RT lends the kernel then refuses
  * are counted (stats.eperm_skipped, the report).
  *
- * liburcu's own mutexes and condvars stay glibc's too, told by the
- * caller: a call whose return address lies in liburcu's code goes to
- * glibc.  That was for the stats table, which entered urcu-bp read-side
- * sections from under our locks; it uses liburcu no more, so this now
- * covers only a liburcu the program loads itself.  liburcu touches only
- * its own locks and only from its own code, so each lock is served by
- * one implementation for its whole life.
- *
  * Fast path.  One test, then the proxylock fast path (one CAS):
- *     plk_careful(return address) || (__kind & glibc-only bits)
- * plk_careful() is a subtract and compare against a window that covers
- * liburcu's code once it is known, and everything before that (calls
- * from other libraries' constructors, before ours ran) and while
- * PROXYLOCK_STATS is on; the careful path then decides exactly.
+ *     careful() || (__kind & glibc-only bits)
+ * careful() is one load: true while PROXYLOCK_STATS is on, when the
+ * careful path counts each operation.  Which implementation serves a
+ * lock is decided by the lock alone, so each lock is served by one
+ * implementation for its whole life.
  * glibc's functions are looked up once, with dlsym(RTLD_NEXT) (see
  * resolve() for why not under pthread_once); nothing in the fast path
  * allocates, locks or calls dlsym.
@@ -58,7 +50,6 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,86 +88,30 @@ _Static_assert(offsetof(pthread_cond_t, __data.__wrefs) == offsetof(proxylock_co
 _Static_assert(sizeof(mtx_t) == sizeof(pthread_mutex_t) && sizeof(cnd_t) == sizeof(pthread_cond_t),
                "C11 objects are pthread objects");
 
-uintptr_t plk_preload_careful_lo = 0, plk_preload_careful_span = UINTPTR_MAX;
-
 static struct plk_real real;
 
 /*
  * Looking glibc's functions up: NONE -> FINDING (one thread, the
- * resolver, reads liburcu's code ranges) -> URCU (ranges known) -> DONE
- * (every function looked up).  Not pthread_once: dlsym allocates (its
- * error message, for a function an older glibc lacks), and an allocator
- * whose locks are pthread mutexes (jemalloc, tcmalloc) then calls our
- * pthread_mutex_lock from inside the lookup, which would wait on the
- * once-control it is running under.  Instead the resolver, called back,
- * goes on with what it has: the ranges, so it knows the allocator's
- * mutex is none of liburcu's and makes it a proxylock, which needs no
- * glibc function.  Other threads wait for the step they need.
+ * resolver, looks them up) -> DONE (every function looked up).  Not
+ * pthread_once: dlsym allocates (its error message, for a function an
+ * older glibc lacks), and an allocator whose locks are pthread mutexes
+ * (jemalloc, tcmalloc) then calls our pthread_mutex_lock from inside
+ * the lookup, which would wait on the once-control it is running under.
+ * Instead the resolver, called back, goes on with what it has: the
+ * allocator's mutex is a proxylock, which needs no glibc function.
+ * Other threads wait for DONE.
  */
-enum { RES_NONE, RES_FINDING, RES_URCU, RES_DONE };
+enum { RES_NONE, RES_FINDING, RES_DONE };
 static uint32_t res_state;
 static uint32_t res_tid;  /* the resolver's TID, once it is running */
 
-#define URCU_RANGES 8
-static struct { uintptr_t lo, hi; } urcu_text[URCU_RANGES];
-static int n_urcu_text;
-
-/* --- glibc's functions and liburcu's code ---------------------------- */
+/* --- glibc's functions ----------------------------------------------- */
 
 static void *sym(const char *name, const char *version)
 {
 	void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
 
 	return p ? p : dlsym(RTLD_NEXT, name);
-}
-
-static int find_urcu(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	(void)arg;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "/liburcu"))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum && n_urcu_text < URCU_RANGES; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			urcu_text[n_urcu_text].lo = info->dlpi_addr + ph->p_vaddr;
-			urcu_text[n_urcu_text].hi = urcu_text[n_urcu_text].lo + ph->p_memsz;
-			n_urcu_text++;
-		}
-	}
-	return 0;
-}
-
-/*
- * Narrow the careful window to liburcu's code, or widen it to everything
- * while stats want all.  Readers (plk_careful) see the pair unlocked, so
- * the order matters.  The danger is one mix: the initial lo (0) with a
- * narrow span, which would send a liburcu caller down the fast path.
- * So lo is always stored first and span last, with release, and the
- * reader loads span with acquire before lo: a reader that sees any span
- * a publication stored also sees that publication's lo, and one that
- * still sees the initial span (UINTPTR_MAX) takes the careful path for
- * either lo (with lo = liburcu's start, every address but lo - 1, which
- * is not liburcu's).  lo itself changes once, from 0 to liburcu's start,
- * and every later publication stores that same value: widening for
- * stats stores only a larger span, so no mix of two publications is
- * anything but one of them.  On x86 both loads stay plain moves; arm64
- * pays ldar for the span.
- */
-static void careful_window_publish(void)
-{
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
-
-	for (int i = 0; i < n_urcu_text; i++) {
-		lo = urcu_text[i].lo < lo ? urcu_text[i].lo : lo;
-		hi = urcu_text[i].hi > hi ? urcu_text[i].hi : hi;
-	}
-	if (hi <= lo)
-		lo = hi = 0;  /* no liburcu: an empty window */
-	__atomic_store_n(&plk_preload_careful_lo, lo, __ATOMIC_RELAXED);
-	__atomic_store_n(&plk_preload_careful_span, plk_lockstat_on ? UINTPTR_MAX : hi - lo,
-	                 __ATOMIC_RELEASE);
 }
 
 /* POSIX makes dlsym's object pointer a function pointer; ISO C has no
@@ -195,7 +130,7 @@ static void careful_window_publish(void)
 #define SINCE_2_30(name) name
 #endif
 
-/* The rwlock calls, for process-shared rwlocks (and liburcu's). */
+/* The rwlock calls, for process-shared rwlocks. */
 static void resolve_rwlock_functions(void)
 {
 	RESOLVE(rwlock_init, "pthread_rwlock_init", NULL);
@@ -242,6 +177,13 @@ static void resolve_functions(void)
 	RESOLVE(mutex_clocklock, SINCE_2_30("pthread_mutex_clocklock"), NULL);
 	RESOLVE(cond_clockwait, SINCE_2_30("pthread_cond_clockwait"), NULL);
 	resolve_rwlock_functions();
+	RESOLVE(sem_wait, "sem_wait", NULL);
+	RESOLVE(sem_trywait, "sem_trywait", NULL);
+	RESOLVE(sem_timedwait, "sem_timedwait", NULL);
+	RESOLVE(sem_clockwait, SINCE_2_30("sem_clockwait"), NULL);
+	RESOLVE(sem_post, "sem_post", NULL);
+	RESOLVE(sem_init, "sem_init", NULL);
+	RESOLVE(sem_destroy, "sem_destroy", NULL);
 }
 
 static void res_advance(uint32_t state)
@@ -250,26 +192,23 @@ static void res_advance(uint32_t state)
 	plk_futex_wake(&res_state, INT32_MAX);
 }
 
-/* Bring resolution to @want: run it, or wait for the thread that is. */
-static __attribute__((noinline)) void resolve(uint32_t want)
+/* Bring resolution to DONE: run it, or wait for the thread that is. */
+static __attribute__((noinline)) void resolve(void)
 {
 	uint32_t s = RES_NONE;
 
 	if (__atomic_compare_exchange_n(&res_state, &s, RES_FINDING, 0, __ATOMIC_ACQUIRE,
 	                                __ATOMIC_ACQUIRE)) {
 		__atomic_store_n(&res_tid, plk_tid(), __ATOMIC_RELAXED);
-		dl_iterate_phdr(find_urcu, NULL);  /* allocates nothing */
-		res_advance(RES_URCU);
 		resolve_functions();
-		careful_window_publish();  /* before DONE: preload_init's own comes after */
 		res_advance(RES_DONE);
 		return;
 	}
 	/* Only the resolver can find its own TID here (0 before it is set):
-	 * it is calling back from inside dlsym, past RES_URCU. */
+	 * it is calling back from inside dlsym. */
 	if (__atomic_load_n(&res_tid, __ATOMIC_RELAXED) == plk_tid())
 		return;
-	while (s < want) {
+	while (s != RES_DONE) {
 		plk_futex_wait(&res_state, s, CLOCK_MONOTONIC, NULL);
 		s = __atomic_load_n(&res_state, __ATOMIC_ACQUIRE);
 	}
@@ -284,18 +223,8 @@ static __attribute__((noinline)) void resolve(uint32_t want)
 const struct plk_real *plk_real(void)
 {
 	if (__builtin_expect(__atomic_load_n(&res_state, __ATOMIC_ACQUIRE) != RES_DONE, 0))
-		resolve(RES_DONE);
+		resolve();
 	return &real;
-}
-
-bool plk_preload_from_urcu(uintptr_t ra)
-{
-	if (__builtin_expect(__atomic_load_n(&res_state, __ATOMIC_ACQUIRE) < RES_URCU, 0))
-		resolve(RES_URCU);
-	for (int i = 0; i < n_urcu_text; i++)
-		if (ra >= urcu_text[i].lo && ra < urcu_text[i].hi)
-			return true;
-	return false;
 }
 
 /* --- which implementation -------------------------------------------- */
@@ -310,15 +239,22 @@ static bool cond_is_glibc(const pthread_cond_t *c)
 	return ((const proxylock_cond_t *)c)->__flags & PLK_COND_GLIBC_SHARED;
 }
 
-/* Exact test, for the careful paths: is this call glibc's business? */
-static bool caller_is_urcu(uintptr_t ra)
+/*
+ * The one test on every interposed fast path besides the lock's own
+ * kind: are operations counted (PROXYLOCK_STATS)?  Acquire pairs with
+ * plk_lockstat_enable()'s release, so a caller that counts sees the
+ * tables it set up.  On x86 a plain move; on arm64 an ldar.
+ */
+static inline bool careful(void)
 {
-	return plk_careful(ra) && plk_preload_from_urcu(ra);
+	return __atomic_load_n(&plk_lockstat_on, __ATOMIC_ACQUIRE);
 }
 
+#define MUTEX_CAREFUL(pm) __builtin_expect(careful() || mutex_is_glibc(pm), 0)
+
+/* The interposed call's caller, for the stats' call sites (lockstat.h):
+ * read only on the careful paths, in the exported function itself. */
 #define RETURN_ADDRESS() ((uintptr_t)__builtin_return_address(0))
-#define MUTEX_CAREFUL(pm, ra) \
-	__builtin_expect(plk_careful(ra) || mutex_is_glibc(pm), 0)
 
 /* --- mutexes --------------------------------------------------------- */
 
@@ -363,7 +299,6 @@ static __attribute__((constructor)) void preload_init(void)
 		plk_observe_say_to(plk_report_install());
 	}
 	plk_real();
-	careful_window_publish();
 	plk_sched_probe_places();
 	plk_registry_key_init();
 	plk_rdset_key_init();
@@ -529,7 +464,7 @@ static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uin
 	uint32_t core;
 	int err;
 
-	if (caller_is_urcu(ra) || mutex_is_glibc(pm))
+	if (mutex_is_glibc(pm))
 		return glibc_lock_op(pm, op, clock, abstime);
 	if (op == OP_TRY) {
 		err = proxylock_mutex_trylock(m);
@@ -547,11 +482,11 @@ static __attribute__((noinline)) int mutex_lock_careful(pthread_mutex_t *pm, uin
 	return err;
 }
 
-static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm, uintptr_t ra)
+static __attribute__((noinline)) int mutex_unlock_careful(pthread_mutex_t *pm)
 {
 	proxylock_mutex_t *m = (proxylock_mutex_t *)pm;
 
-	if (caller_is_urcu(ra) || mutex_is_glibc(pm))
+	if (mutex_is_glibc(pm))
 		return plk_real()->mutex_unlock(pm);
 	/* The hold ends (not a recursive unlock; nor one that fails). */
 	if (plk_lockstat_on && !slow_depth && m->__count == 0 && plk_word(m) != 0) {
@@ -585,7 +520,7 @@ PLK_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t
 		pthread_mutexattr_getrobust(attr, &robust);
 		pthread_mutexattr_getprotocol(attr, &protocol);
 	}
-	if (caller_is_urcu(RETURN_ADDRESS()) || pshared != PTHREAD_PROCESS_PRIVATE ||
+	if (pshared != PTHREAD_PROCESS_PRIVATE ||
 	    robust != PTHREAD_MUTEX_STALLED || protocol == PTHREAD_PRIO_PROTECT ||
 	    (protocol == PTHREAD_PRIO_INHERIT && !pi_as_proxylock()))
 		return plk_real()->mutex_init(pm, attr);
@@ -603,7 +538,7 @@ PLK_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm)
 {
 	proxylock_mutex_t *m = (proxylock_mutex_t *)pm;
 
-	if (caller_is_urcu(RETURN_ADDRESS()) || mutex_is_glibc(pm))
+	if (mutex_is_glibc(pm))
 		return plk_real()->mutex_destroy(pm);
 	/* Held, or (not robust) a condvar waiter is bound to it: glibc's
 	 * __nusers counts both, and its robust kinds skip the check. */
@@ -616,10 +551,9 @@ PLK_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm)
 PLK_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm)
 {
 	proxylock_mutex_t *m = (proxylock_mutex_t *)pm;
-	uintptr_t ra = RETURN_ADDRESS();
 
-	if (MUTEX_CAREFUL(pm, ra))
-		return mutex_lock_careful(pm, ra, OP_LOCK, CLOCK_REALTIME, NULL);
+	if (MUTEX_CAREFUL(pm))
+		return mutex_lock_careful(pm, RETURN_ADDRESS(), OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_mutex_lock_fast(m))
 		return 0;
 	return lock_slow(m, false, CLOCK_REALTIME, NULL);
@@ -628,10 +562,9 @@ PLK_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm)
 PLK_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm)
 {
 	proxylock_mutex_t *m = (proxylock_mutex_t *)pm;
-	uintptr_t ra = RETURN_ADDRESS();
 
-	if (MUTEX_CAREFUL(pm, ra))
-		return mutex_unlock_careful(pm, ra);
+	if (MUTEX_CAREFUL(pm))
+		return mutex_unlock_careful(pm);
 	if (plk_mutex_unlock_fast(m))
 		return 0;
 	return unlock_slow(m);
@@ -639,29 +572,23 @@ PLK_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm)
 
 PLK_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (MUTEX_CAREFUL(pm, ra))
-		return mutex_lock_careful(pm, ra, OP_TRY, CLOCK_REALTIME, NULL);
+	if (MUTEX_CAREFUL(pm))
+		return mutex_lock_careful(pm, RETURN_ADDRESS(), OP_TRY, CLOCK_REALTIME, NULL);
 	return proxylock_mutex_trylock((proxylock_mutex_t *)pm);
 }
 
 PLK_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
                                        const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (MUTEX_CAREFUL(pm, ra))
-		return mutex_lock_careful(pm, ra, OP_TIMED, clock, abstime);
+	if (MUTEX_CAREFUL(pm))
+		return mutex_lock_careful(pm, RETURN_ADDRESS(), OP_TIMED, clock, abstime);
 	return lock_slow((proxylock_mutex_t *)pm, true, clock, abstime);
 }
 
 PLK_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (MUTEX_CAREFUL(pm, ra))
-		return mutex_lock_careful(pm, ra, OP_TIMED, CLOCK_REALTIME, abstime);
+	if (MUTEX_CAREFUL(pm))
+		return mutex_lock_careful(pm, RETURN_ADDRESS(), OP_TIMED, CLOCK_REALTIME, abstime);
 	return lock_slow((proxylock_mutex_t *)pm, true, CLOCK_REALTIME, abstime);
 }
 
@@ -786,32 +713,31 @@ PLK_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *at
 		pthread_condattr_getpshared(attr, &pshared);
 		pthread_condattr_getclock(attr, &clock);
 	}
-	if (caller_is_urcu(RETURN_ADDRESS()) || pshared != PTHREAD_PROCESS_PRIVATE)
+	if (pshared != PTHREAD_PROCESS_PRIVATE)
 		return plk_real()->cond_init(c, attr);
 	return proxylock_cond_init((proxylock_cond_t *)c, clock);
 }
 
 PLK_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
+	if (cond_is_glibc(c))
 		return plk_real()->cond_destroy(c);
 	/* Not proxylock_cond_destroy: glibc leaves a destroyed condvar usable
 	 * enough that programs get away with it, and so do we. */
-	return __atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE) ? EBUSY : 0;
+	if (__atomic_load_n(&((proxylock_cond_t *)c)->__waiters, __ATOMIC_ACQUIRE))
+		return EBUSY;
+	plk_cond_forget((proxylock_cond_t *)c);
+	return 0;
 }
 
 PLK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *pm)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()))
-		return plk_real()->cond_wait(c, pm);
 	return cond_wait_any(c, pm, RETURN_ADDRESS(), plk_cond_clock((proxylock_cond_t *)c), NULL);
 }
 
 PLK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *pm,
                                       const struct timespec *abstime)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()))
-		return plk_real()->cond_timedwait(c, pm, abstime);
 	if (!abstime)
 		return EINVAL;
 	/* glibc keeps its clock bit where we keep ours: right for both. */
@@ -821,8 +747,6 @@ PLK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *pm,
 PLK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, clockid_t clock,
                                       const struct timespec *abstime)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()))
-		return real_clockwait(c, pm, clock, abstime);
 	if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
 		return EINVAL;
 	return cond_wait_any(c, pm, RETURN_ADDRESS(), clock, abstime);
@@ -830,7 +754,7 @@ PLK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *pm, cl
 
 PLK_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
+	if (cond_is_glibc(c))
 		return plk_real()->cond_signal(c);
 	slow_depth++;  /* the first lend may probe the kernel's caps (allocates) */
 	plk_cond_wake((proxylock_cond_t *)c, false);
@@ -840,7 +764,7 @@ PLK_EXPORT int pthread_cond_signal(pthread_cond_t *c)
 
 PLK_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()) || cond_is_glibc(c))
+	if (cond_is_glibc(c))
 		return plk_real()->cond_broadcast(c);
 	slow_depth++;  /* the first lend may probe the kernel's caps (allocates) */
 	plk_cond_wake((proxylock_cond_t *)c, true);
@@ -880,8 +804,7 @@ static bool rwlock_is_glibc(const pthread_rwlock_t *prw)
 	return prw->__data.__shared != 0;
 }
 
-#define RW_CAREFUL(prw, ra) \
-	__builtin_expect(plk_careful(ra) || rwlock_is_glibc(prw), 0)
+#define RW_CAREFUL(prw) __builtin_expect(careful() || rwlock_is_glibc(prw), 0)
 
 /*
  * Ask for @prw's line exclusive before rwlock_is_glibc() reads it: that
@@ -1003,7 +926,7 @@ static __attribute__((noinline)) int rw_lock_careful(pthread_rwlock_t *prw, uint
 	uint32_t w, core = plk_tls_contended;
 	int err;
 
-	if (caller_is_urcu(ra) || rwlock_is_glibc(prw))
+	if (rwlock_is_glibc(prw))
 		return glibc_rw_op(prw, write, op, clock, abstime);
 	/* A timed read with no deadline is the core's EINVAL, given before
 	 * its fast path: after ours, the retraction a failed one may leave
@@ -1068,7 +991,7 @@ PLK_EXPORT int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockat
 		pthread_rwlockattr_getkind_np(attr, &kind);
 		pthread_rwlockattr_getpshared(attr, &pshared);
 	}
-	if (caller_is_urcu(RETURN_ADDRESS()) || pshared != PTHREAD_PROCESS_PRIVATE)
+	if (pshared != PTHREAD_PROCESS_PRIVATE)
 		return plk_real()->rwlock_init(prw, attr);
 	proxylock_rwlockattr_init(&pa);
 	if ((err = proxylock_rwlockattr_setkind(&pa, kind)) != 0)
@@ -1084,7 +1007,7 @@ PLK_EXPORT int pthread_rwlock_init(pthread_rwlock_t *prw, const pthread_rwlockat
 
 PLK_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 {
-	if (caller_is_urcu(RETURN_ADDRESS()) || rwlock_is_glibc(prw))
+	if (rwlock_is_glibc(prw))
 		return plk_real()->rwlock_destroy(prw);
 	/* glibc's destroy does nothing and returns 0, held or not (LTP's
 	 * timed{rd,wr}lock_6-2 destroy one held by an exited thread); so
@@ -1096,11 +1019,10 @@ PLK_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *prw)
 PLK_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
 {
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
-	uintptr_t ra = RETURN_ADDRESS();
 
 	rw_line_prefetch(prw);
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, false, OP_LOCK, CLOCK_REALTIME, NULL);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), false, OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_rw_rdlock_fast(rw))
 		return 0;
 	return rw_lock_slow(rw, false, OP_LOCK, CLOCK_REALTIME, NULL);
@@ -1108,40 +1030,33 @@ PLK_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *prw)
 
 PLK_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *prw)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, false, OP_TRY, CLOCK_REALTIME, NULL);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), false, OP_TRY, CLOCK_REALTIME, NULL);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TRY, CLOCK_REALTIME, NULL);
 }
 
 PLK_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *prw, clockid_t clock,
                                           const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, false, OP_TIMED, clock, abstime);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), false, OP_TIMED, clock, abstime);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TIMED, clock, abstime);
 }
 
 PLK_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *prw, const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, false, OP_TIMED, CLOCK_REALTIME, abstime);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), false, OP_TIMED, CLOCK_REALTIME, abstime);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, false, OP_TIMED, CLOCK_REALTIME, abstime);
 }
 
 PLK_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
 {
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
-	uintptr_t ra = RETURN_ADDRESS();
 
 	rw_line_prefetch(prw);
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, true, OP_LOCK, CLOCK_REALTIME, NULL);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), true, OP_LOCK, CLOCK_REALTIME, NULL);
 	if (plk_rw_wrlock_fast(rw))
 		return 0;
 	return rw_lock_slow(rw, true, OP_LOCK, CLOCK_REALTIME, NULL);
@@ -1149,40 +1064,34 @@ PLK_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *prw)
 
 PLK_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *prw)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, true, OP_TRY, CLOCK_REALTIME, NULL);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), true, OP_TRY, CLOCK_REALTIME, NULL);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TRY, CLOCK_REALTIME, NULL);
 }
 
 PLK_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *prw, clockid_t clock,
                                           const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, true, OP_TIMED, clock, abstime);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), true, OP_TIMED, clock, abstime);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TIMED, clock, abstime);
 }
 
 PLK_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *prw, const struct timespec *abstime)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
-	if (RW_CAREFUL(prw, ra))
-		return rw_lock_careful(prw, ra, true, OP_TIMED, CLOCK_REALTIME, abstime);
+	if (RW_CAREFUL(prw))
+		return rw_lock_careful(prw, RETURN_ADDRESS(), true, OP_TIMED, CLOCK_REALTIME, abstime);
 	return rw_lock_slow((proxylock_rwlock_t *)prw, true, OP_TIMED, CLOCK_REALTIME, abstime);
 }
 
 /* Unlock with everything checked; with stats, the caller's hold ends: a
  * write hold if the word names it the writer, else a read hold. */
-static __attribute__((noinline)) int rw_unlock_careful(pthread_rwlock_t *prw, uintptr_t ra)
+static __attribute__((noinline)) int rw_unlock_careful(pthread_rwlock_t *prw)
 {
 	proxylock_rwlock_t *rw = (proxylock_rwlock_t *)prw;
 	uint32_t w;
 
-	if (plk_preload_from_urcu(ra) || rwlock_is_glibc(prw))
+	if (rwlock_is_glibc(prw))
 		return plk_real()->rwlock_unlock(prw);
 	if (plk_lockstat_on && !slow_depth) {
 		w = __atomic_load_n(&rw->__word, __ATOMIC_RELAXED);
@@ -1196,13 +1105,9 @@ static __attribute__((noinline)) int rw_unlock_careful(pthread_rwlock_t *prw, ui
 
 PLK_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *prw)
 {
-	uintptr_t ra = RETURN_ADDRESS();
-
 	rw_line_prefetch(prw);
-	if (__builtin_expect(plk_careful(ra), 0))
-		return rw_unlock_careful(prw, ra);
-	if (rwlock_is_glibc(prw))
-		return plk_real()->rwlock_unlock(prw);
+	if (RW_CAREFUL(prw))
+		return rw_unlock_careful(prw);
 	return rw_unlock((proxylock_rwlock_t *)prw);
 }
 

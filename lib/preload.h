@@ -2,14 +2,15 @@
 /*
  * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
  * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock,
- * cond_clockwait and the rwlock_clock*lock pair are NULL before glibc
- * 2.30) and the test of whether a call comes from liburcu (see preload.c).
+ * cond_clockwait, sem_clockwait and the rwlock_clock*lock pair are NULL
+ * before glibc 2.30).
  */
 #ifndef PLK_PRELOAD_H
 #define PLK_PRELOAD_H
 
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,33 +54,17 @@ struct plk_real {
 	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
 	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
 	int (*rwlock_unlock)(pthread_rwlock_t *);
+	/* Semaphores (glibc keeps them; preload_sem.c only lends). */
+	int (*sem_wait)(sem_t *);
+	int (*sem_trywait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+	int (*sem_post)(sem_t *);
+	int (*sem_init)(sem_t *, int, unsigned);
+	int (*sem_destroy)(sem_t *);
 };
 
 /** plk_real - glibc's functions, resolved on first use. */
 PLK_HIDDEN const struct plk_real *plk_real(void);
-
-/**
- * plk_preload_careful_lo/_span - calls whose return address falls in
- * [lo, lo + span) take the careful path (preload.c): the range of
- * liburcu's code once known; everything until then, and while
- * PROXYLOCK_STATS is on.
- */
-PLK_HIDDEN extern uintptr_t plk_preload_careful_lo, plk_preload_careful_span;
-
-/** plk_preload_from_urcu - true if return address @ra is in liburcu's code. */
-PLK_HIDDEN bool plk_preload_from_urcu(uintptr_t ra);
-
-/**
- * plk_careful - the one test on every interposed fast path.  span is
- * loaded first, with acquire, then lo: the order careful_window_publish()
- * (preload.c) relies on, so that no caller sees the initial lo (0) with
- * a narrowed span.  On x86 both are plain moves.
- */
-static inline bool plk_careful(uintptr_t ra)
-{
-	uintptr_t span = __atomic_load_n(&plk_preload_careful_span, __ATOMIC_ACQUIRE);
-
-	return ra - __atomic_load_n(&plk_preload_careful_lo, __ATOMIC_RELAXED) < span;
-}
 
 #endif /* PLK_PRELOAD_H */

@@ -28,6 +28,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "chain.h"
 #include "donate.h"
 #include "preload.h"
 #include "registry.h"
@@ -145,6 +146,12 @@ static int sched_call(struct sched_call *c, pid_t tid, unsigned fields)
 {
 	bool ok = tid > 0 ? plk_donate_base_set(tid, fields, sched_call_run, c) : sched_call_run(c);
 
+	if (tid > 0) {
+		int e = errno;
+
+		plk_lend_flush();  /* a waiter's new base reaches its chain */
+		errno = e;
+	}
 	if (!ok && c->err)
 		errno = c->err;
 	return c->ret;

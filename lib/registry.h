@@ -45,7 +45,7 @@ enum { PLK_PARK_WAITING = 0, PLK_PARK_WOKEN = 1, PLK_PARK_HANDED = 2 };
 struct plk_thread {
 	/* Read without any lock by lookups and chain walks (atomics). */
 	pid_t tid;                     /* 0 while the record is free */
-	void *blocked_on;              /* mutex waited for, or condvar | PLK_COND_TAG;
+	void *blocked_on;              /* mutex waited for, or a tagged queue key (below);
 	                                  written under its bucket lock */
 	uint32_t wait_seq;             /* odd while blocked_on changes (waitq.c) */
 	uint32_t park;                 /* PLK_PARK_*: futex word */
@@ -68,6 +68,7 @@ struct plk_thread {
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
+	struct plk_cpu_owner eff_cpus; /* the CPUs eff passes on, and their owner's rank (lend.h) */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
 	uint64_t gen;                  /* bumped whenever eff changes */
 	uint64_t applied_gen;          /* the gen of eff that applied is */
@@ -93,20 +94,32 @@ struct plk_thread {
 /* A condvar waiter queues under its condvar's address with bit 0 set, so
  * chain walks never mistake a condvar for a mutex; an rwlock waiter
  * under its rwlock's address with bit 1 set, so that chain walks know
- * which protocol the lock speaks (every lock is at least 4-aligned). */
+ * which protocol the lock speaks (every lock is at least 4-aligned); a
+ * semaphore's waiter with both (wakers.h: PLK_SEM_TAG). */
 #define PLK_COND_TAG 1u
 #define PLK_RW_TAG 2u
+#define PLK_SEM_TAG 3u  /* queued without parking there: glibc keeps the semaphore */
 
 /**
  * plk_blocked_mutex - the lock @t is blocked on and that lends to its
  * holders: a mutex, or an rwlock's queue key (tagged PLK_RW_TAG); NULL
- * if none (or a condvar, whose waiters lend to nobody).
+ * if none (or a condvar or semaphore, whose waiters lend to its wakers).
  */
 static inline void *plk_blocked_mutex(struct plk_thread *t)
 {
 	void *p = __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE);
 
 	return ((uintptr_t)p & PLK_COND_TAG) ? NULL : p;
+}
+
+/**
+ * plk_blocked_key - the queue key @t is blocked on, whatever it lends
+ * to: a mutex's or rwlock's holders, a condvar's or semaphore's wakers
+ * (wakers.h); NULL if none.  What @t is lent its queue lends on (chains).
+ */
+static inline void *plk_blocked_key(struct plk_thread *t)
+{
+	return __atomic_load_n(&t->blocked_on, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -6,9 +6,9 @@
  * SIGTERM; and on request, at PROXYLOCK_STATS_SIGNAL (`proxylock report
  * PID` sends it).  A report at exit or ending says nothing for a process
  * that has nothing to say: no lock contended, timed out or lent through,
- * no dead owner, nothing refused or lost (a shell, a version manager's
- * shim); PROXYLOCK_STATS=all reports every process.  A report on request
- * always says all.
+ * no wait for work lent to its waker, no dead owner, nothing refused or
+ * lost (a shell, a version manager's shim); PROXYLOCK_STATS=all reports
+ * every process.  A report on request always says all.
  *
  * Ending signals without changing the program's handlers.  At load, for
  * SIGINT and SIGTERM left at SIG_DFL, and for the request signal if it is
@@ -252,19 +252,14 @@ static struct plk_lockrow **gather(struct plk_lockrow **fallback, size_t *n, siz
 	return rows;
 }
 
-static unsigned long long eperm_skipped(void)
+/* Whether a report at exit or ending has anything to say (see the top). */
+static bool worth_saying(const struct totals *t)
 {
 	struct proxylock_stats st;
 
 	proxylock_stats_get(&st);
-	return st.eperm_skipped;
-}
-
-/* Whether a report at exit or ending has anything to say (see the top). */
-static bool worth_saying(const struct totals *t)
-{
 	return t->contended || t->timeouts || t->donations || plk_dead_count() ||
-	       plk_lockstat_lost() || eperm_skipped();
+	       plk_lockstat_lost() || st.eperm_skipped || st.lent_cond || st.lent_sem;
 }
 
 /* --- the text report -------------------------------------------------- */
@@ -322,10 +317,11 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	struct totals t;
 	size_t n, bytes, nshown = 0, nworth = 0;
 	unsigned long lost = plk_lockstat_lost();
-	unsigned long long eperm = eperm_skipped();
+	struct proxylock_stats st;
 	char kinds[64], wait[32], when[48];
 
 	rows = gather(fallback, &n, &bytes, &t, c->stats_sort);
+	proxylock_stats_get(&st);
 	if (!all && !worth_saying(&t))
 		goto out;
 	why_str(why, sig, when, sizeof(when));
@@ -341,10 +337,14 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	if (lost)
 		say(fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
-	if (eperm)
+	if (st.lent_cond + st.lent_sem)
+		say(fd, "proxylock: waits for work lent to their wakers: %llu times through "
+		    "condvars, %llu through semaphores\n", (unsigned long long)st.lent_cond,
+		    (unsigned long long)st.lent_sem);
+	if (st.eperm_skipped)
 		say(fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges or "
 		    "limits lowered after the probe, or a lend past RLIMIT_NICE or RLIMIT_RTPRIO\n",
-		    eperm);
+		    (unsigned long long)st.eperm_skipped);
 	for (size_t i = 0; i < n; i++)
 		nworth += shown(rows[i], c->stats_sort);
 	sy = nworth ? plk_symbols_open() : NULL;
@@ -578,9 +578,11 @@ static void report_json(int fd, enum why why, int sig)
 	    "\"affinity\": %llu, \"nice\": %llu, \"rt\": %llu}, ", t.uses, t.contended, t.timeouts,
 	    t.wait_ns, t.held_ns, t.donations, t.lent[0], t.lent[1], t.lent[2], t.lent[3]);
 	say(fd, "\"sleeps\": %llu, \"handoffs\": %llu, \"restores\": %llu, \"eperm_skipped\": %llu, "
-	    "\"dead_owners\": %llu},\n", (unsigned long long)st.sleeps,
-	    (unsigned long long)st.handoffs, (unsigned long long)st.restores,
-	    (unsigned long long)st.eperm_skipped, (unsigned long long)st.owner_dead);
+	    "\"dead_owners\": %llu, \"lent_to_wakers\": {\"condvar\": %llu, \"semaphore\": %llu}},\n",
+	    (unsigned long long)st.sleeps, (unsigned long long)st.handoffs,
+	    (unsigned long long)st.restores, (unsigned long long)st.eperm_skipped,
+	    (unsigned long long)st.owner_dead, (unsigned long long)st.lent_cond,
+	    (unsigned long long)st.lent_sem);
 	say(fd, "  \"library\": {\"contended\": %llu, \"sleeps\": %llu, \"handoffs\": %llu, "
 	    "\"donations\": %llu, \"restores\": %llu, \"lent\": {\"uclamp\": %llu, "
 	    "\"affinity\": %llu, \"nice\": %llu, \"rt\": %llu}, \"setattr_calls\": %llu, "

@@ -169,8 +169,10 @@ void plk_mutex_make_unrecoverable(proxylock_mutex_t *m)
 		for (int i = 0; i < n; i++)
 			plk_waitq_unpark(batch[i]);
 	} while (n == 32);
-	if ((t = plk_thread_self()))
+	if ((t = plk_thread_self())) {
 		plk_donate_withdraw(t, m);
+		plk_lend_flush();
+	}
 }
 
 /* --- consistent ------------------------------------------------------ */

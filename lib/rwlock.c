@@ -32,79 +32,19 @@
  * names PLK_RD_NAMED (rdset.h); a reader whose slot carries no mark
  * leaves without the bucket unless its hold is the last.
  *
- * Invariants (under the bucket lock of rw; docs/design.md argues each):
- *  RW1  queue(rw) non-empty  =>  PLK_RW_WAITERS set in the word.
- *  RW2  PLK_RW_WAITERS is cleared only with nobody queued: by the
- *       release that frees the lock, by a grant that empties the
- *       queue when nobody held the lock before it (a grant to readers
- *       while readers held keeps it: one of those may be inside its
- *       unlock, slot cleared, lent to), by a wake that empties it (RW8),
- *       or by wrlock_slow taking a free lock with nobody left queued.  A
- *       waiter leaving an empty queue leaves it set, so every named
- *       holder unlocks through the bucket and waits there for its
- *       withdrawal's apply (donate.c, I1).  So no bucket hold finds L
- *       free with the bit set, but while a woken writer is on its way
- *       back (RW8): a release that frees L grants, wakes or clears, and
- *       no fast path frees L while the bit is set (RW7).
- *  RW3  (no lost wake-up) when the bucket is dropped, grant() would
- *       grant nobody, except while a granter that stopped at
- *       GRANT_BATCH is on its way back to the bucket (where it reads
- *       rw only once it sees someone queued: grant_and_unlock), or a
- *       woken writer is (RW8).
- *  RW4  A grant shows in the word and in the reader's slot before the
- *       waiter's park word says HANDED (it may return at once).
- *  RW5  (no reader missed) a reader's slot names rw from before its
- *       count increment until before its decrement, both release RMWs;
- *       a writer sets PLK_RW_WAITERS with an acquire CAS, so its bucket
- *       hold and every later one sees the slot of every reader counted
- *       before; later readers fail the fast CAS and are lent to in the
- *       bucket when they join, or (prefer-reader kinds) join past it by
- *       the spin and are named by the next scan: a queued writer's
- *       rescan, every PLK_RW_RESCAN_NS (rw_park), or any lend update.
- *       Only a reader inside its unlock, between clearing its slot and
- *       decrementing, goes unnamed for good.
- *  RW6  (no lend after leaving) a lend keyed by rw sits on T only while
- *       T holds rw with PLK_RW_WAITERS set, or inside unlock(rw) after
- *       its bucket hold: a reader whose decrement saw the bit takes the
- *       bucket (later scans see its slot clear), then withdraws.  A
- *       publication whose CAS failed after the bit appeared is retracted
- *       and withdrawn (under the bucket before queueing, else
- *       rd_not_reader; joined with the bit clear, at once under the
- *       bucket: rd_joined_clear; else at the last unlock: withdraw[]),
- *       also one the
- *       spin kept across a count change, once the spin ends;
- *       whoever clears the bit withdraws from every thread a slot names
- *       (withdraw_publishers: a publisher's CAS may yet succeed, ABA).
- *       A scan lends only to a slot its CAS marked PLK_RD_NAMED (or
- *       found marked); a reader that sees the bit at its last unlock
- *       clears its slot by exchange and, marked, withdraws through the
- *       bucket (after the scanner's hold); unmarked, no scan can name it
- *       any more and it leaves by its CAS.  The spin publishes once, so
- *       no store erases a mark whose lend stands.
- *  RW7  With PLK_RW_WAITERS set, no fast path changes a solo word (its
- *       reader's CAS expects the bit clear; joins go through the
- *       bucket) or moves the read count from or to 0: the spin joins
- *       only a read-held lock, an unnamed reader's unlock leaves by its
- *       CAS only if a hold remains.  A bucket holder's word_update
- *       relies on it (a grant that read the count 0 writes a writer's
- *       TID over it).
- *  RW8  (woken writers, prefer-reader kinds) a writer woken to compete
- *       is off the queue and owes it the lock: back at the bucket it
- *       takes L if free (keeping the bit while anyone is queued), else
- *       queues again at the head with its first enqueue time, so within
- *       PROXYLOCK_HANDOFF_US it is handed L; its deadline passing while
- *       woken sends it back to the bucket too (rw_timedout: RW_RETRY).
- *  RW9  (solo holds, rwlockword.h) PLK_RW_SOLO is in the word only while
- *       its TID's thread holds that one hold, counted nowhere else;
- *       __solo names T only while T holds one read hold the count
- *       includes and no slot names: stored under the bucket before the
- *       join's CAS (join_locked), cleared by T before its decrement,
- *       made under the bucket (unlock_other).  Scans name both (chain.c);
- *       both always release through the bucket while the bit is set,
- *       and withdraw after it.  A lone reader that exited holding stays
- *       named (its thread is gone, not its hold); once a waiter finds it
- *       exited (dead_reader_check), plk_rw_dead_reader names its TID and
- *       no lend update lends to it.
+ * Invariants, under the bucket lock of rw (stated and argued once, in
+ * docs/design.md, "Invariants (rwlock)"; cited here by name):
+ *  RW1  queued waiters mean PLK_RW_WAITERS
+ *  RW2  PLK_RW_WAITERS is cleared only with nobody queued, withdrawing
+ *       from every publisher
+ *  RW3  no lost wake-up: grant() would grant nobody when the bucket drops
+ *  RW4  a grant shows in the word and slot before HANDED
+ *  RW5  no reader missed: a slot names rw across the reader's count
+ *  RW6  no lend after leaving (retraction, ABA, marks)
+ *  RW7  with PLK_RW_WAITERS set no fast path touches a solo word or moves
+ *       the count from or to 0
+ *  RW8  a writer woken to compete owes the queue the next release
+ *  RW9  SOLO and __solo name a reader only while its one hold is counted
  */
 #include <errno.h>
 #include <sched.h>
@@ -130,7 +70,8 @@
  * it queues (and its PLK_RW_WAITERS holds new readers back): the count
  * seldom reaches 0 while it is watched, and turns one pause apart burn
  * CPU the readers need (4 threads on 2 CPUs, 10% writes: 12% of all time
- * was in a writer's spin; docs/design.md). */
+ * was in a writer's spin; docs/results.md, "The writer's spin while
+ * readers hold"). */
 #define PLK_RW_SPIN_READ_HELD 10
 /* The other kinds' writer backs off instead while the lock is held and
  * nobody is queued: it reads the word, pausing 1, 2, 4, ...
@@ -140,7 +81,7 @@
  * through, so it costs far more than one sleep; few reads leave the
  * readers' line alone.  Caps of 64 and 256 measured less; 4096 (150 us
  * of spinning) more, but a spinner takes its CPU from everything else
- * (docs/design.md, "The writer's backoff"). */
+ * (docs/results.md, "The writer's backoff"). */
 #define PLK_RW_WRITER_PAUSE_MAX 1024u
 #define GRANT_BATCH 64
 /* A queued writer's rescan period (rw_park): how long a reader that
@@ -503,8 +444,10 @@ static void rd_not_reader(proxylock_rwlock_t *rw)
 {
 	struct plk_thread *me = plk_thread_self_cached();
 
-	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self())))
+	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self()))) {
 		plk_donate_withdraw(me, rw);
+		plk_lend_flush();
+	}
 }
 
 /* The read hold was not taken: give back a reserved slot. */
@@ -956,8 +899,8 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		/* Write-held: queue at once, as glibc's readers do.  Turns here
 		 * took CPU from the writer (threads outnumbering CPUs), and a
 		 * queued reader lends to it (where the lock lends); the
-		 * writer's release wakes the readers (docs/design.md, the
-		 * read-mostly cells).  A solo word is joined in the bucket
+		 * writer's release wakes the readers (docs/results.md, "The
+		 * readers' spin while a writer holds").  A solo word is joined in the bucket
 		 * only (join_locked).  The model's turn on either word relaxes,
 		 * changing nothing: this is a subset of it. */
 		if (SOLO_UNWAITED(w)) {
@@ -1009,7 +952,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (!(me = plk_thread_self())) {
+		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy()) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
@@ -1020,8 +963,8 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		/* Always re-read (0), unlike a mutex's waiter: its two
 		 * syscalls delay the queueing, and without them the read-mostly
 		 * cells with writes fell to a third, and still to 0.78-0.90
-		 * with the writer's backoff (docs/design.md, "The writer's
-		 * backoff"). */
+		 * with the writer's backoff (docs/results.md, "The rwlock
+		 * keeps its re-read"). */
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);
 	}
@@ -1134,8 +1077,8 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
-		if (!(me = plk_thread_self()))
-			return rw_yielding(rw, true, clock, abstime, NULL);
+		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy())
+			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */
 	}

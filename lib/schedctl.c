@@ -2,8 +2,8 @@
 /*
  * schedctl.c - scheduler back-end.
  *
- * glibc 2.36 has no sched_setattr wrapper, so the syscalls are spelled
- * out with our own struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes).
+ * glibc 2.36 has no sched_setattr wrapper: the syscalls and the struct
+ * are sched_attr.h's.
  *
  * Capability probing is done once, at the first use:
  *  - uclamp: sched_setattr(0) re-setting the caller's own current clamps
@@ -17,12 +17,15 @@
  *    time is skipped and counted (stats.eperm_skipped).
  *  - affinity: always; CPUs outside the process's cpuset are dropped by
  *    the donation engine before a call is made.
+ * The same probe, run again with a verdict to fill, says why for each
+ * kind (plk_sched_caps_explain; `proxylock caps` prints it).
  * The cpuset, the CPUs of each NUMA node and each CPU's capacity are
  * read once too, at load (probe_at_load), or at the first use before
  * that; never under an internal lock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <linux/capability.h>
 #include <numa.h>
 #include <pthread.h>
@@ -37,43 +40,14 @@
 #include <unistd.h>
 
 #include "proxylock.h"
+#include "sched_attr.h"
 #include "schedctl.h"
 #include "stats.h"
 
-#ifndef SCHED_FLAG_RESET_ON_FORK
-#define SCHED_FLAG_RESET_ON_FORK 0x01
-#endif
-#define PLK_SCHED_FLAG_KEEP_ALL 0x18    /* KEEP_POLICY | KEEP_PARAMS */
-#define PLK_SCHED_FLAG_UTIL_CLAMP 0x60  /* UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-
-struct plk_sched_attr {
-	uint32_t size;
-	uint32_t sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime;
-	uint64_t sched_deadline;
-	uint64_t sched_period;
-	uint32_t sched_util_min;
-	uint32_t sched_util_max;
-};
-
-static int sys_getattr(pid_t tid, struct plk_sched_attr *a)
-{
-	memset(a, 0, sizeof(*a));
-	if (syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0) == 0)
-		return 0;
-	return errno;
-}
-
 static int sys_setattr(pid_t tid, struct plk_sched_attr *a)
 {
-	a->size = sizeof(*a);
 	plk_stat_inc(setattr_calls);
-	if (syscall(SYS_sched_setattr, tid, a, 0) == 0)
-		return 0;
-	return errno;
+	return plk_sched_setattr(tid, a);
 }
 
 /* --- capability probe ------------------------------------------------ */
@@ -103,16 +77,20 @@ static bool in_initial_user_namespace(void)
 	return stat("/proc/self/ns/user", &st) != 0 || st.st_ino == PLK_USER_INIT_INO;
 }
 
-/* CAP_SYS_NICE in the effective set, where the kernel honours it. */
-static bool has_cap_sys_nice(void)
+/* CAP_SYS_NICE in the effective set (capget). */
+static bool cap_sys_nice_effective(void)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct data[2];
 
-	if (syscall(SYS_capget, &hdr, data) != 0 ||
-	    !(data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)))
-		return false;
-	return in_initial_user_namespace();
+	return syscall(SYS_capget, &hdr, data) == 0 &&
+	       (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE));
+}
+
+/* CAP_SYS_NICE in the effective set, where the kernel honours it. */
+static bool has_cap_sys_nice(void)
+{
+	return cap_sys_nice_effective() && in_initial_user_namespace();
 }
 
 static bool rlimit_nonzero(int resource)
@@ -127,16 +105,90 @@ bool plk_sched_rt_permitted(void)
 	return has_cap_sys_nice() || rlimit_nonzero(RLIMIT_RTPRIO);
 }
 
-static bool probe_uclamp(void)
+/*
+ * A verdict, with its reason written only when there is a @v to write
+ * it in: the library's own probe passes none, and so formats nothing.
+ */
+static __attribute__((format(printf, 3, 4))) bool verdict(struct plk_cap_verdict *v, bool ok,
+                                                          const char *fmt, ...)
+{
+	va_list ap;
+
+	if (v) {
+		v->ok = ok;
+		va_start(ap, fmt);
+		vsnprintf(v->why, sizeof(v->why), fmt, ap);
+		va_end(ap);
+	}
+	return ok;
+}
+
+static const char *errname(int err)
+{
+	const char *name = strerrorname_np(err);
+
+	return name ? name : "an unknown error";
+}
+
+/* uclamp: re-set the caller's own clamps (KEEP_ALL: the policy and nice
+ * stay; the same clamps: nothing changes if it works). */
+static bool probe_uclamp(struct plk_cap_verdict *v)
 {
 	struct plk_sched_attr a;
+	int err = plk_sched_getattr(0, &a);
 
-	if (sys_getattr(0, &a) != 0)
-		return false;
+	if (err)
+		return verdict(v, false, "sched_getattr returned %s: kernel older than 3.14",
+		               errname(err));
+	if (a.size < sizeof(a))
+		return verdict(v, false, "kernel too old for uclamp (sched_attr is %u bytes, uclamp "
+		               "needs %zu: Linux 5.3)", a.size, sizeof(a));
 	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
-	a.size = sizeof(a);
-	/* Re-set the clamps we already have: changes nothing if it works. */
-	return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	err = plk_sched_setattr(0, &a);
+	if (!err)
+		return verdict(v, true, "sched_setattr sets clamps (this thread's: min %u, max %u)",
+		               a.sched_util_min, a.sched_util_max);
+	if (err == EOPNOTSUPP)
+		return verdict(v, false, "kernel built without CONFIG_UCLAMP_TASK (sched_setattr "
+		               "returned EOPNOTSUPP)");
+	if (err == EINVAL || err == E2BIG)
+		return verdict(v, false, "kernel without uclamp flags, older than 5.3 (sched_setattr "
+		               "returned %s)", errname(err));
+	return verdict(v, false, "sched_setattr returned %s", errname(err));
+}
+
+/* Nice (@rt false) or RT boosts: CAP_SYS_NICE where the kernel honours
+ * it, or a non-zero RLIMIT_NICE / RLIMIT_RTPRIO.  The library trusts
+ * them; a boost the kernel still refuses is skipped and counted. */
+static bool probe_boost(struct plk_cap_verdict *v, bool rt, bool cap)
+{
+	const char *lim = rt ? "RLIMIT_RTPRIO" : "RLIMIT_NICE";
+	struct rlimit rl = { 0, 0 };
+	char limit[48];
+
+	getrlimit(rt ? RLIMIT_RTPRIO : RLIMIT_NICE, &rl);
+	if (!cap && rl.rlim_cur == 0) {
+		if (!v)
+			return false;
+		return verdict(v, false, "%s needs CAP_SYS_NICE or a non-zero %s; %s is 0 and "
+		               "CAP_SYS_NICE is %s (raise it with %s)",
+		               rt ? "an RT priority" : "lowering nice", lim, lim,
+		               !cap_sys_nice_effective() ? "not in the effective set"
+		               : "in the effective set but outside the initial user namespace, "
+		                 "where alone the kernel honours it",
+		               rt ? "ulimit -r 99, prlimit --rtprio=99 --pid PID, or an 'rtprio' line "
+		                    "in /etc/security/limits.conf"
+		                  : "ulimit -e 40, prlimit --nice=40 --pid PID, or a 'nice' line in "
+		                    "/etc/security/limits.conf");
+	}
+	if (!v)
+		return true;
+	if (rl.rlim_cur == RLIM_INFINITY)
+		snprintf(limit, sizeof(limit), "%s unlimited", lim);
+	else
+		snprintf(limit, sizeof(limit), "%s %llu", lim, (unsigned long long)rl.rlim_cur);
+	return verdict(v, true, "%s%s%s", cap ? "CAP_SYS_NICE in the effective set (" : "", limit,
+	               cap ? ")" : "");
 }
 
 /*
@@ -181,11 +233,7 @@ static void read_cpuset(void)
 {
 	struct bitmask *bm = NULL;
 	FILE *f;
-	int cancel;
 
-	/* Run from inside lock calls, which are no cancellation point:
-	 * fopen and fgets are, so a pending cancel must wait. */
-	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	CPU_ZERO(&cpuset_allowed);
 	if (find_cpuset_path() && (f = fopen(cpuset_path, "re"))) {
 		if (fgets(cgroup_line, sizeof(cgroup_line), f) && cgroup_line[0] != '\n') {
@@ -199,7 +247,6 @@ static void read_cpuset(void)
 			CPU_SET(cpu, &cpuset_allowed);
 	if (bm)
 		numa_bitmask_free(bm);
-	pthread_setcancelstate(cancel, NULL);
 }
 
 /* The CPUs of each NUMA node, for PROXYLOCK_AFFINITY_NODE: read here,
@@ -235,52 +282,75 @@ static void read_numa(void)
 }
 
 /* Each CPU's capacity, for the lend's capacity rule (lend.c): read here,
- * once, so that no lend reads sysfs.  A CPU whose file is missing or
- * unreadable has capacity 0 (unknown) and differs from none. */
+ * once, so that no lend reads sysfs.  A configured CPU whose file is
+ * missing or unreadable has the capacity the kernel gives a CPU its
+ * architecture says nothing of, SCHED_CAPACITY_SCALE (1024): never "the
+ * smallest", which would let a lend take a holder off it. */
 static char capacity_path[64];
 
+static uint16_t read_one_capacity(long cpu)
+{
+	char buf[16];
+	ssize_t n;
+	long cap;
+	int fd;
+
+	snprintf(capacity_path, sizeof(capacity_path), "/sys/devices/system/cpu/cpu%ld/cpu_capacity",
+	         cpu);
+	fd = open(capacity_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return PLK_CAPACITY_SCALE;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return PLK_CAPACITY_SCALE;
+	buf[n] = '\0';
+	cap = strtol(buf, NULL, 10);
+	return cap <= 0 || cap > PLK_CAPACITY_SCALE ? PLK_CAPACITY_SCALE : (uint16_t)cap;
+}
+
+/* The CPUs below @ncpus (a count) and, where numbering is sparse, any
+ * above it in the cpuset (read first). */
 static void read_capacity(long ncpus)
 {
 	uint16_t first = 0;
 
-	for (long cpu = 0; cpu < ncpus && cpu < CPU_SETSIZE; cpu++) {
-		char buf[16];
-		ssize_t n;
-		int fd;
-
-		snprintf(capacity_path, sizeof(capacity_path),
-		         "/sys/devices/system/cpu/cpu%ld/cpu_capacity", cpu);
-		fd = open(capacity_path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+	for (long cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (cpu >= ncpus && !CPU_ISSET(cpu, &cpuset_allowed))
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		long cap = strtol(buf, NULL, 10);
-		if (cap <= 0 || cap > 1024)
-			continue;
-		capacity_map.of[cpu] = (uint16_t)cap;
+		capacity_map.of[cpu] = read_one_capacity(cpu);
 		if (first == 0)
-			first = (uint16_t)cap;
-		else if (cap != first)
+			first = capacity_map.of[cpu];
+		else if (capacity_map.of[cpu] != first)
 			capacity_map.differ = true;
 	}
 }
 
-static void probe_caps(void)
+/* The probe: the kinds allowed, and with @v each one's reason. */
+static unsigned probe_kinds(struct plk_cap_verdict v[PLK_CAP_KINDS])
 {
 	unsigned caps = PROXYLOCK_DONATE_AFFINITY;
 	bool nice_cap = has_cap_sys_nice();
 
-	if (probe_uclamp())
+	if (probe_uclamp(v ? &v[PLK_CAP_UCLAMP] : NULL))
 		caps |= PROXYLOCK_DONATE_UCLAMP;
-	if (nice_cap || rlimit_nonzero(RLIMIT_NICE))
+	verdict(v ? &v[PLK_CAP_AFFINITY] : NULL, true, "always");
+	if (probe_boost(v ? &v[PLK_CAP_NICE] : NULL, false, nice_cap))
 		caps |= PROXYLOCK_DONATE_NICE;
-	if (nice_cap || rlimit_nonzero(RLIMIT_RTPRIO))
+	if (probe_boost(v ? &v[PLK_CAP_RT] : NULL, true, nice_cap))
 		caps |= PROXYLOCK_DONATE_RT;
-	caps_cached = caps;
+	return caps;
+}
+
+static void probe_caps(void)
+{
+	caps_cached = probe_kinds(NULL);
+}
+
+unsigned plk_sched_caps_explain(struct plk_cap_verdict v[PLK_CAP_KINDS])
+{
+	memset(v, 0, sizeof(*v) * PLK_CAP_KINDS);
+	return probe_kinds(v);
 }
 
 /*
@@ -310,8 +380,14 @@ static bool numa_initialised(void)
 	return numa_num_possible_cpus() > 0;
 }
 
+/* Run from inside lock calls, which are no cancellation point: open,
+ * read, close, fopen and fgets are, so a pending cancel waits until the
+ * probe is done. */
 static void places_once_run(void)
 {
+	int cancel;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	if (numa_initialised()) {
 		read_cpuset();
 		read_numa();
@@ -327,6 +403,7 @@ static void places_once_run(void)
 			numa_map.node_of[cpu] = -1;
 		read_capacity(n);
 	}
+	pthread_setcancelstate(cancel, NULL);
 	__atomic_store_n(&places_ready, true, __ATOMIC_RELEASE);
 }
 
@@ -393,7 +470,7 @@ const struct plk_capacity_map *plk_sched_capacity(void)
 int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
 {
 	struct plk_sched_attr a;
-	int err = sys_getattr(tid, &a);
+	int err = plk_sched_getattr(tid, &a);
 
 	if (err)
 		return err;
@@ -403,7 +480,7 @@ int plk_sched_read(pid_t tid, struct plk_sched_ctx *out)
 	out->rt_prio = a.sched_priority;
 	out->umin = a.sched_util_min;
 	out->umax = a.sched_util_max;
-	out->flags = a.sched_flags & SCHED_FLAG_RESET_ON_FORK;
+	out->flags = a.sched_flags & PLK_SCHED_FLAG_RESET_ON_FORK;
 	/* Raw syscalls, never glibc's wrappers: under the interposer those
 	 * are ours and answer with the base (preload_sched.c). */
 	if (syscall(SYS_sched_getaffinity, tid, sizeof(out->cpus), &out->cpus) < 0)
@@ -435,6 +512,24 @@ static int set_attr(pid_t tid, const struct plk_sched_ctx *c, bool uclamp)
 	};
 
 	return sys_setattr(tid, &a);
+}
+
+/*
+ * sched_setattr ignores sched_nice when it sets SCHED_IDLE, and leaves the
+ * nice the thread had (@had): a thread lifted out of IDLE by a lend would
+ * go back to IDLE keeping the lent nice, which the kernel uses again the
+ * moment it leaves IDLE.  So the latent nice is set by itself (the raw
+ * call: under the interposer, setpriority changes a base).  Returns the
+ * nice the kernel has.
+ */
+static int set_idle_nice(pid_t tid, int had, int want)
+{
+	plk_stat_inc(setattr_calls);
+	if (syscall(SYS_setpriority, PRIO_PROCESS, tid, want) == 0)
+		return want;
+	if (errno == EPERM || errno == EACCES)
+		plk_stat_inc(eperm_skipped);
+	return had;
 }
 
 /*
@@ -485,6 +580,8 @@ static void apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sc
 			uclamp = false;
 		}
 	}
+	if (try.policy == SCHED_IDLE && try.nice != cur->nice)
+		try.nice = set_idle_nice(tid, cur->nice, try.nice);
 	cur->policy = try.policy;
 	cur->nice = try.nice;
 	cur->rt_prio = try.rt_prio;

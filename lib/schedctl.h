@@ -14,9 +14,7 @@
 #include <sys/types.h>
 
 #include "futex.h"
-
-/* SCHED_FLAG_RESET_ON_FORK, the one sched_flags bit a context keeps. */
-#define PLK_SCHED_RESET_ON_FORK 0x01
+#include "sched_attr.h"
 
 /* A scheduling context: what B(T) and E(T) are made of. */
 struct plk_sched_ctx {
@@ -25,7 +23,7 @@ struct plk_sched_ctx {
 	uint32_t rt_prio;  /* meaningful for SCHED_FIFO/SCHED_RR */
 	uint32_t umin;     /* uclamp_min, 0..1024 (0 where unsupported) */
 	uint32_t umax;     /* uclamp_max, 0..1024 */
-	uint64_t flags;    /* PLK_SCHED_RESET_ON_FORK as read */
+	uint64_t flags;    /* PLK_SCHED_FLAG_RESET_ON_FORK as read: the one bit kept */
 	cpu_set_t cpus;    /* CPU affinity */
 };
 
@@ -40,12 +38,14 @@ struct plk_numa_map {
 };
 
 /* Each CPU's capacity (/sys/devices/system/cpu/cpuN/cpu_capacity, 0..1024),
- * read once with the cpuset (schedctl.c's probe).  differ: false where
- * every known CPU has the same capacity or none is known; then the lend
- * ignores capacities (lend.c). */
+ * read once with the cpuset (schedctl.c's probe; a CPU without the file
+ * has PLK_CAPACITY_SCALE, as in the kernel).  differ: false where every
+ * configured CPU has the same capacity; then the lend ignores capacities
+ * (lend.c). */
+#define PLK_CAPACITY_SCALE 1024
 struct plk_capacity_map {
 	bool differ;
-	uint16_t of[CPU_SETSIZE];            /* 0: unknown */
+	uint16_t of[CPU_SETSIZE];            /* 0: not a configured CPU */
 };
 
 /**
@@ -81,6 +81,25 @@ static inline bool plk_sched_is_rt(uint32_t policy)
  * call also reads the cpuset and NUMA map if the load did not.
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
+
+/* The probe's verdict on one kind, and why. */
+struct plk_cap_verdict {
+	bool ok;
+	char why[2600];  /* room for two CPU lists (proxylock caps) */
+};
+
+/* Index of each kind's verdict: bit k of PROXYLOCK_DONATE_*. */
+enum { PLK_CAP_UCLAMP, PLK_CAP_AFFINITY, PLK_CAP_NICE, PLK_CAP_RT, PLK_CAP_KINDS };
+
+/**
+ * plk_sched_caps_explain - run the capability probe now, uncached, and
+ * fill @v with each kind's verdict and its reason (where refused: the
+ * errno or the missing privilege, and how to raise a limit).  Returns the
+ * kinds allowed: what plk_sched_caps() says when nothing has changed
+ * since its probe.  For `proxylock caps`; makes syscalls and formats
+ * text: never under an internal lock.
+ */
+PLK_HIDDEN unsigned plk_sched_caps_explain(struct plk_cap_verdict v[PLK_CAP_KINDS]);
 
 /**
  * plk_sched_rt_permitted - whether this thread may set an RT policy now

@@ -9,9 +9,9 @@
  * plk_vg_on, which is false unless the process runs under Valgrind.  The
  * requests themselves are out of line in vgclient.c.
  *
- * The library's own synchronisation (atomics, futexes, RCU) is invisible
- * to both tools: lib/proxylock.supp, installed in share/proxylock by
- * meson install, suppresses what they would report inside it and liburcu.
+ * The library's own synchronisation (atomics, futexes) is invisible to
+ * both tools: lib/proxylock.supp, installed in share/proxylock by meson
+ * install, suppresses what they would report inside it.
  */
 #ifndef PLK_VGCLIENT_H
 #define PLK_VGCLIENT_H

@@ -45,6 +45,11 @@ static struct plk_bucket *bucket_of(const void *lock)
 	return &buckets[a >> (64 - PLK_WAITQ_SHIFT)];
 }
 
+unsigned plk_waitq_index(const void *lock)
+{
+	return (unsigned)(bucket_of(lock) - buckets);
+}
+
 static void bucket_lock(struct plk_bucket *b)
 {
 	plk_ilock_lock(&b->lock);

@@ -26,6 +26,13 @@ struct plk_bucket {
 	struct cds_list_head waiters;  /* plk_thread.wnode, in queue order */
 } __attribute__((aligned(64)));
 
+/**
+ * plk_waitq_index - the index (0 .. PLK_WAITQ_BUCKETS - 1) of @lock's
+ * bucket.  Tables kept beside the buckets (wakers.c) are indexed by it
+ * and written under that bucket's lock.
+ */
+PLK_HIDDEN unsigned plk_waitq_index(const void *lock);
+
 /** plk_waitq_lock - lock and return the bucket of @lock. */
 PLK_HIDDEN struct plk_bucket *plk_waitq_lock(const void *lock);
 

@@ -5,7 +5,8 @@
  * Each actor sets its own base context (nice, CPU) when it starts and
  * records the kernel's view of itself right after every command.  It
  * speaks mutexes (ACT_LOCK...) and rwlocks (ACT_RDLOCK...); the command's
- * argument is the lock.
+ * argument is the lock.  ACT_CALL runs any function of the test on the
+ * actor (actor_call), its argument the actor.
  */
 #ifndef PLK_TEST_ACTOR_H
 #define PLK_TEST_ACTOR_H
@@ -20,7 +21,7 @@ _Static_assert(offsetof(proxylock_mutex_t, __word) == 0 &&
 
 enum actor_cmd { ACT_NONE, ACT_LOCK, ACT_TIMEDLOCK, ACT_UNLOCK, ACT_RDLOCK, ACT_WRLOCK,
                  ACT_TIMEDRDLOCK, ACT_TIMEDWRLOCK, ACT_TRYRDLOCK, ACT_RWUNLOCK, ACT_EXIT,
-                 ACT_QUIT };
+                 ACT_QUIT, ACT_CALL };
 
 struct actor {
 	pthread_t th;
@@ -34,6 +35,7 @@ struct actor {
 	int cmd, done, rc, entered;
 	void *arg;            /* a proxylock_mutex_t or proxylock_rwlock_t */
 	long timeout_ns;      /* for the timed commands */
+	int (*fn)(struct actor *);  /* ACT_CALL's function */
 };
 
 static void *actor_main(void *p)
@@ -51,13 +53,13 @@ static void *actor_main(void *p)
 		set_nice_self(a->nice);
 	}
 	if (a->umax > 0) {
-		struct test_sched_attr at = { .size = sizeof(at), .sched_policy = SCHED_OTHER,
-		                              .sched_flags = 0x60, /* UTIL_CLAMP_MIN|MAX */
-		                              .sched_nice = a->nice,
-		                              .sched_util_min = (uint32_t)a->umin,
-		                              .sched_util_max = (uint32_t)a->umax };
+		struct plk_sched_attr at = { .sched_policy = SCHED_OTHER,
+		                             .sched_flags = PLK_SCHED_FLAG_UTIL_CLAMP,
+		                             .sched_nice = a->nice,
+		                             .sched_util_min = (uint32_t)a->umin,
+		                             .sched_util_max = (uint32_t)a->umax };
 
-		ck_assert_int_eq(syscall(SYS_sched_setattr, 0, &at, 0), 0);
+		ck_assert_int_eq(plk_sched_setattr(0, &at), 0);
 	}
 	a->base = kview_of(0);
 	__atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
@@ -98,6 +100,9 @@ static void *actor_main(void *p)
 			break;
 		case ACT_RWUNLOCK:
 			a->rc = proxylock_rwlock_unlock(a->arg);
+			break;
+		case ACT_CALL:
+			a->rc = a->fn(a);
 			break;
 		case ACT_EXIT:
 			return NULL;  /* leave, whatever we hold */
@@ -189,6 +194,13 @@ static inline void actor_block_on(struct actor *a, int cmd, void *lock)
 	ck_assert_msg(eventually(sleeps_so_far() > before && thread_sleeping(a->tid) &&
 	                         !__atomic_load_n(&a->done, __ATOMIC_ACQUIRE), bound_ms(2000)),
 	              "actor %d did not block", a->tid);
+}
+
+/* Post ACT_CALL of @fn(@a), @arg in a->arg; returns at once. */
+static inline void actor_call(struct actor *a, int (*fn)(struct actor *), void *arg)
+{
+	a->fn = fn;
+	actor_post(a, ACT_CALL, arg);
 }
 
 static inline void actor_quit(struct actor *a)

@@ -6,6 +6,9 @@
 # program under the installed `proxylock run`, then purge the packages
 # and check that no file they installed is left.
 #   usage: check-debian.sh SOURCE-DIR [OUT-DIR]
+# The build runs the quick suite (debian/rules); PLK_DEB_NOCHECK=1 builds
+# with the nocheck profile instead.  Either way the nocheck profile's
+# Build-Depends must name no test tool.
 # OUT-DIR keeps the .deb files and lintian's output (default: a
 # temporary directory, removed).  Needs root and Debian's dpkg-dev,
 # debhelper, fakeroot and lintian; exits 77 (skip) without them.
@@ -15,6 +18,18 @@ src=$(cd "$1" && pwd)
 for t in dpkg-buildpackage dh lintian apt-get; do
 	command -v $t >/dev/null || { echo "SKIP: $t missing (apt-get install dpkg-dev debhelper lintian)"; exit 77; }
 done
+# The nocheck profile needs no test tool: Check and spin drop out of
+# Build-Depends (the build then configures -Dtests=disabled).
+nocheck_deps=$(cd "$src" && perl -MDpkg::Control::Info -MDpkg::Deps -e '
+	my $bd = Dpkg::Control::Info->new("debian/control")->get_source->{"Build-Depends"};
+	print deps_parse($bd, build_dep => 1, reduce_arch => 1, reduce_profiles => 1,
+		build_profiles => ["nocheck"]), "\n";')
+for t in check spin qemu-system-x86; do
+	case ", $nocheck_deps," in *", $t,"*|*", $t "*)
+		echo "not ok - Build-Depends under nocheck still names $t: $nocheck_deps"; exit 1 ;;
+	esac
+done
+echo "ok - Build-Depends under the nocheck profile: $nocheck_deps"
 pkgs="libproxylock0 libproxylock-dev proxylock"
 for p in $pkgs; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
@@ -35,10 +50,23 @@ unset PROXYLOCK_PRELOAD LD_PRELOAD PKG_CONFIG_PATH
 # A clean copy: no build directories, no VCS.
 (cd "$src" && tar -c --exclude='./build*' --exclude=./.git --exclude=./bench-results .) |
 	(cd "$work/src" && tar -x)
+# PLK_DEB_NOCHECK=1 builds with the nocheck profile (no test suite);
+# by default the build runs the quick suite (debian/rules).
 start=$(date +%s)
-(cd "$work/src" && dpkg-buildpackage -us -uc -b) >"$out/build.log" 2>&1 ||
+if [ "${PLK_DEB_NOCHECK:-0}" = 1 ]; then
+	export DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }nocheck"
+	profile=-Pnocheck
+else
+	profile=
+fi
+(cd "$work/src" && dpkg-buildpackage -us -uc -b $profile) >"$out/build.log" 2>&1 ||
 	{ tail -40 "$out/build.log"; echo "not ok - dpkg-buildpackage failed"; exit 1; }
-echo "ok - dpkg-buildpackage -us -uc -b: $(( $(date +%s) - start )) s"
+if [ -n "$profile" ]; then
+	grep -q -- '-Dtests=disabled' "$out/build.log" || { echo "not ok - nocheck build configured tests"; exit 1; }
+else
+	grep -Eq '^Ok: +[1-9]' "$out/build.log" || { tail -40 "$out/build.log"; echo "not ok - the build ran no quick suite"; exit 1; }
+fi
+echo "ok - dpkg-buildpackage -us -uc -b $profile: $(( $(date +%s) - start )) s"
 cp "$work"/*.deb "$work"/*.changes "$work"/*.buildinfo "$out/"
 debs=""
 for p in $pkgs; do

@@ -175,6 +175,7 @@ START_TEST(a_handlers_deferred_signal_wakes_the_thread_blocked_when_it_was_calle
 	pthread_t w, t;
 	void *w_rc;
 
+	require_rt_lending();  /* T below is a SCHED_FIFO thread */
 	ck_assert_int_eq(sigaction(SIGUSR1, &sa, NULL), 0);
 	pthread_create(&w, NULL, wait_for_flag, &flag_b);
 	ck_assert(eventually(__atomic_load_n(&hc.__waiters, __ATOMIC_ACQUIRE) == 1, bound_ms(2000)));

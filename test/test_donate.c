@@ -9,30 +9,16 @@
 
 #include "actor.h"
 
-static int nice_of(pid_t tid)
-{
-	return kview_of(tid).nice;
-}
-
-static void require_two_cpus_and_nice(void)
-{
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
-	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
-}
-
 /* --- capabilities ---------------------------------------------------- */
 
 START_TEST(caps_report_uclamp_exactly_when_the_kernel_accepts_it)
 {
-	struct test_sched_attr a;
+	struct plk_sched_attr a;
 	bool kernel_uclamp;
 
-	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0), 0);
-	a.size = sizeof(a);
-	a.sched_flags = 0x18 | 0x60;  /* KEEP_ALL | UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-	kernel_uclamp = syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+	ck_assert_int_eq(plk_sched_getattr(0, &a), 0);
+	a.sched_flags = PLK_SCHED_FLAG_KEEP_ALL | PLK_SCHED_FLAG_UTIL_CLAMP;
+	kernel_uclamp = plk_sched_setattr(0, &a) == 0;
 	ck_assert_int_eq(!!(proxylock_caps() & PROXYLOCK_DONATE_UCLAMP), kernel_uclamp);
 	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_AFFINITY);
 	ck_assert_uint_eq(proxylock_donate_kinds() & ~proxylock_caps(), 0);
@@ -88,7 +74,7 @@ static void affinity_scenario(int want_a, int want_b)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 1, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
@@ -134,7 +120,7 @@ START_TEST(holder_at_nice_19_runs_at_the_waiters_nice_0_and_returns_to_19)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 19, -1);
 	actor_start(&w, 0, -1);
 	ck_assert_int_eq(h.base.nice, 19);
@@ -157,7 +143,7 @@ START_TEST(per_lock_attribute_none_lends_nothing)
 	proxylock_mutexattr_t attr;
 	proxylock_mutex_t m;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_NONE), 0);
 	proxylock_mutex_init(&m, &attr);
@@ -171,7 +157,7 @@ START_TEST(per_lock_attribute_affinity_only_leaves_nice_alone)
 	proxylock_mutex_t m;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	proxylock_mutexattr_init(&attr);
 	proxylock_mutexattr_setdonate(&attr, PROXYLOCK_DONATE_AFFINITY);
 	proxylock_mutex_init(&m, &attr);
@@ -208,10 +194,9 @@ START_TEST(a_nice_boost_the_kernel_refuses_is_skipped_and_counted_not_an_error)
 	struct proxylock_stats st;
 	struct actor h, w;
 
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
 	/* Probed while privileged; then the privilege goes (as after a
 	 * setuid, or with an RLIMIT_NICE that allows only part of a boost). */
-	ck_assert(proxylock_caps() & PROXYLOCK_DONATE_NICE);
+	require_nice_lending();
 	drop_cap_sys_nice();  /* per thread: the actors inherit it */
 	actor_start(&w, 0, 0);
 	actor_start(&h, 19, 1);
@@ -237,7 +222,7 @@ START_TEST(an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	require_rt_lending();
 	actor_start(&h, 10, -1);
 	memset(&w, 0, sizeof(w));
 	w.cpu = -1;
@@ -293,7 +278,7 @@ START_TEST(a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt)
 	uint64_t until;
 	struct kview v;
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs CAP_SYS_NICE (root)");
+	require_rt_lending();
 	actor_start(&h, 10, -1);
 	actor_do(&h, ACT_LOCK, &rtd_lock, 0);
 	ck_assert_int_eq(proxylock_mutex_lock(&rtd_gate), 0);
@@ -324,7 +309,7 @@ START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor a, b, c;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&a, 0, 0);   /* big: nice 0 on CPU 0 */
 	actor_start(&b, 19, 1);
 	actor_start(&c, 19, 1);
@@ -352,12 +337,257 @@ START_TEST(three_thread_chain_lends_the_first_waiters_context_to_the_last_owner)
 }
 END_TEST
 
+/* The locks of a chain X -> L2 (held by W) -> L1 (held by H): L2 lends
+ * @l2_kinds, L1 everything. */
+static void chain_locks(proxylock_mutex_t *l1, proxylock_mutex_t *l2, unsigned l2_kinds)
+{
+	proxylock_mutexattr_t attr;
+
+	proxylock_mutexattr_init(&attr);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&attr, l2_kinds), 0);
+	proxylock_mutex_init(l2, &attr);
+	proxylock_mutex_init(l1, NULL);
+}
+
+/* Its threads: H nice 5 on @h_cpu, W nice 19 on @w_cpu, X nice 0 on CPU 0. */
+static void chain_actors(struct actor *h, struct actor *w, struct actor *x, int h_cpu, int w_cpu)
+{
+	require_nice_lending();
+	actor_start(h, 5, h_cpu);
+	actor_start(w, 19, w_cpu);
+	actor_start(x, 0, 0);
+}
+
+/* H takes L1 and W takes L2, with W on @w_cpu and H on @h_cpu. */
+static void chain_hold(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                       proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu, int w_cpu)
+{
+	chain_locks(l1, l2, l2_kinds);
+	chain_actors(h, w, x, h_cpu, w_cpu);
+	actor_do(h, ACT_LOCK, l1, 0);
+	actor_do(w, ACT_LOCK, l2, 0);
+}
+
+/* The chain built with X waiting first, W on CPU 1; chain_unwind
+ * releases it all. */
+static void chain_start(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                        proxylock_mutex_t *l2, unsigned l2_kinds, int h_cpu)
+{
+	chain_hold(h, w, x, l1, l2, l2_kinds, h_cpu, 1);
+	actor_block_on(x, ACT_LOCK, l2);  /* X waits on W */
+	actor_block_on(w, ACT_LOCK, l1);  /* W waits on H */
+}
+
+/* Unlock H's L1, then W's two locks, then X's L2 if @x_waits; every
+ * thread back at its base. */
+static void chain_unwind_x(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                           proxylock_mutex_t *l2, bool x_waits)
+{
+	actor_do(h, ACT_UNLOCK, l1, 0);
+	ck_assert(kview_equal(&h->after, &h->base));
+	ck_assert_int_eq(actor_wait(w), 0);
+	actor_do(w, ACT_UNLOCK, l1, 0);
+	actor_do(w, ACT_UNLOCK, l2, 0);
+	ck_assert(kview_equal(&w->after, &w->base));
+	if (x_waits) {
+		ck_assert_int_eq(actor_wait(x), 0);
+		actor_do(x, ACT_UNLOCK, l2, 0);
+	}
+	actor_quit(h);
+	actor_quit(w);
+	actor_quit(x);
+}
+
+static void chain_unwind(struct actor *h, struct actor *w, struct actor *x, proxylock_mutex_t *l1,
+                         proxylock_mutex_t *l2)
+{
+	chain_unwind_x(h, w, x, l1, l2, true);
+}
+
+/*
+ * Review finding C1 of issue 30: W, a nice-19 thread on CPU 1, is lent
+ * nice 0 by X through a lock that lends only nice.  E(W) then outranks H
+ * (nice 5), but CPU 1 is W's own, a nice-19 thread's: H gets the nice
+ * through the chain and stays on its CPU 0.
+ */
+START_TEST(a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_NICE, 0);
+	ck_assert_msg(eventually(nice_of(h.tid) == 0, 2000), "H at nice %d, not X's 0",
+	              nice_of(h.tid));
+	for (int i = 0; i < 20; i++) {
+		struct kview v = kview_of(h.tid);
+
+		ck_assert_msg(affinity_is(h.tid, 0, -1), "H moved off CPU 0 (%d CPUs, CPU 1 %s)",
+		              CPU_COUNT(&v.cpus), CPU_ISSET(1, &v.cpus) ? "among them" : "not");
+		usleep(1000);
+	}
+	chain_unwind(&h, &w, &x, &l1, &l2);
+}
+END_TEST
+
+/*
+ * Review finding C2 of issue 30: X (nice 0, CPU 0) waits on W through a
+ * lock that lends only CPUs, so W stays at nice 19 on X's CPU; W waits
+ * on H (nice 5, CPU 1).  X outranks H, so X's CPU reaches H through W,
+ * whose own rank would lend nothing.
+ */
+START_TEST(a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	chain_start(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H is not on X's CPU 0");
+	ck_assert_int_eq(nice_of(h.tid), 5);
+	ck_assert_int_eq(nice_of(w.tid), 19);
+	chain_unwind(&h, &w, &x, &l1, &l2);
+}
+END_TEST
+
+/*
+ * X (nice 0, CPU 0) waits on L2 (CPUs only), held by W (nice
+ * 19, CPU 0): E(W) is W's base, but its CPUs now rank as X's.  W waits
+ * on L1, held by H (nice 5, CPU 1): H gets CPU 0, X's (X outranks H).
+ * X times out: CPU 0 is W's again, a nice-19 thread's, which H outranks.
+ * H must go back to CPU 1.
+ */
+START_TEST(a_lender_that_leaves_takes_its_rank_out_of_the_chain)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	chain_hold(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1, 0);
+	x.timeout_ns = 1500 * 1000000L;
+	actor_block_on(&x, ACT_TIMEDLOCK, &l2);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000), "H not on X's CPU 0");
+	ck_assert_int_eq(actor_wait(&x), ETIMEDOUT);
+	ck_assert_msg(eventually(affinity_is(h.tid, 1, -1), 2000),
+	              "X left; H (nice %d) still on CPU 0, the CPU of W (nice %d) which it outranks",
+	              nice_of(h.tid), nice_of(w.tid));
+	chain_unwind_x(&h, &w, &x, &l1, &l2, false);
+}
+END_TEST
+
+/*
+ * The same chain built in the other order.  W (nice 19, CPU 0)
+ * already waits on L1, held by H (nice 5, CPU 1): no CPUs.  Then X (nice
+ * 0, CPU 0) waits on L2 (CPUs only), held by W: X outranks H, so X's
+ * CPU 0 must reach H, as it does when X waits first (C2's test).
+ */
+START_TEST(a_lender_joining_a_blocked_chain_reaches_its_end)
+{
+	proxylock_mutex_t l1, l2;
+	struct actor h, w, x;
+
+	chain_hold(&h, &w, &x, &l1, &l2, PROXYLOCK_DONATE_AFFINITY, 1, 0);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	usleep(50000);
+	ck_assert_msg(affinity_is(h.tid, 1, -1), "W alone moved H");
+	actor_block_on(&x, ACT_LOCK, &l2);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000),
+	              "X (nice 0, CPU 0) waits through W; H (nice %d) not on CPU 0", nice_of(h.tid));
+	chain_unwind(&h, &w, &x, &l1, &l2);
+}
+END_TEST
+
+/* The chain above, H one of two readers of a writer-preferring rwlock
+ * that W waits to write. */
+START_TEST(a_lender_joining_a_chain_reaches_an_rwlock_reader)
+{
+	proxylock_mutex_t l2, unused;
+	proxylock_rwlock_t rw;
+	proxylock_rwlockattr_t rwa;
+	struct actor h, h2, w, x;
+
+	chain_locks(&unused, &l2, PROXYLOCK_DONATE_AFFINITY);
+	proxylock_rwlockattr_init(&rwa);
+	ck_assert_int_eq(proxylock_rwlockattr_setkind(&rwa, PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE), 0);
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, &rwa), 0);
+	chain_actors(&h, &w, &x, 1, 0);
+	actor_start(&h2, 5, 1);
+	actor_do(&h, ACT_RDLOCK, &rw, 0);
+	actor_do(&h2, ACT_RDLOCK, &rw, 0);
+	actor_do(&w, ACT_LOCK, &l2, 0);
+	actor_block_on(&w, ACT_WRLOCK, &rw);
+	usleep(50000);
+	ck_assert_msg(affinity_is(h.tid, 1, -1), "W alone moved H");
+	actor_block_on(&x, ACT_LOCK, &l2);
+	ck_assert_msg(eventually(affinity_is(h.tid, 0, -1), 2000),
+	              "X (nice 0, CPU 0) waits through W; reader H (nice %d) not on CPU 0",
+	              nice_of(h.tid));
+	actor_do(&h, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&h2, ACT_RWUNLOCK, &rw, 0);
+	actor_quit(&h2);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_RWUNLOCK, &rw, 0);
+	actor_do(&w, ACT_UNLOCK, &l2, 0);
+	ck_assert_int_eq(actor_wait(&x), 0);
+	actor_do(&x, ACT_UNLOCK, &l2, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+	actor_quit(&x);
+}
+END_TEST
+
+/*
+ * A SCHED_IDLE holder H (latent nice @latent) and a SCHED_OTHER waiter
+ * at @waiter_nice: H is lifted to OTHER at the waiter's nice, never at
+ * its own latent one (nice 0 is 68 times a nice-19 waiter's weight), and
+ * its unlock returns with H exactly at its base: IDLE, its latent nice
+ * (sched_setattr ignores the nice it is given with SCHED_IDLE: H came
+ * back IDLE at the lent nice, 'policy 5 nice 19; its base is policy 5
+ * nice 0', before schedctl set it by itself).
+ */
+static void idle_holder_case(int latent, int waiter_nice)
+{
+	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER;
+	struct plk_sched_attr fair = { .sched_policy = SCHED_OTHER, .sched_nice = latent };
+	struct plk_sched_attr idle = { .sched_policy = SCHED_IDLE };
+	struct actor h, w;
+	struct kview base, v;
+
+	require_nice_lending();
+	actor_start(&h, 0, 1);
+	actor_start(&w, waiter_nice, 1);
+	/* The kernel keeps a nice only under a fair policy: set it, then IDLE. */
+	ck_assert_int_eq(plk_sched_setattr(h.tid, &fair), 0);
+	ck_assert_int_eq(plk_sched_setattr(h.tid, &idle), 0);
+	base = kview_of(h.tid);
+	ck_assert_int_eq(base.nice, latent);
+	actor_do(&h, ACT_LOCK, &l1, 0);
+	actor_block_on(&w, ACT_LOCK, &l1);
+	ck_assert_msg(eventually(kview_of(h.tid).policy == SCHED_OTHER, 2000), "H not lifted to OTHER");
+	v = kview_of(h.tid);
+	ck_assert_msg(v.nice == waiter_nice, "SCHED_IDLE H lifted to SCHED_OTHER at nice %d by a nice-%d waiter",
+	              v.nice, waiter_nice);
+	actor_do(&h, ACT_UNLOCK, &l1, 0);
+	ck_assert_msg(kview_equal(&h.after, &base),
+	              "H's unlock returned with policy %u nice %d; its base is policy %u nice %d",
+	              h.after.policy, h.after.nice, base.policy, base.nice);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	actor_do(&w, ACT_UNLOCK, &l1, 0);
+	actor_quit(&h);
+	actor_quit(&w);
+}
+
+START_TEST(a_sched_idle_holder_is_lifted_no_higher_than_its_waiter_and_returns_to_its_latent_nice)
+{
+	idle_holder_case(0, 19);
+	idle_holder_case(10, 0);
+}
+END_TEST
+
 START_TEST(releasing_one_of_two_held_locks_keeps_the_other_locks_donation)
 {
 	proxylock_mutex_t l1 = PROXYLOCK_MUTEX_INITIALIZER, l2 = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor t, w1, w2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	actor_start(&w1, 5, -1);
 	actor_start(&w2, 0, -1);
@@ -386,7 +616,7 @@ START_TEST(the_remaining_waiters_donation_moves_to_the_next_owner)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor t, w1, w2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&t, 19, -1);
 	actor_start(&w1, 15, -1);
 	actor_start(&w2, 0, -1);
@@ -414,7 +644,7 @@ START_TEST(a_timed_out_waiter_withdraws_its_donation)
 	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
 	struct actor h, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&h, 19, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&h, ACT_LOCK, &m, 0);
@@ -441,7 +671,7 @@ START_TEST(a_holder_exiting_while_boosted_leaves_no_trace_on_its_waiter)
 	struct proxylock_stats st0, st1;
 	struct actor h, w, h2;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	/* A holder that unlocks and exits at once. */
 	actor_start(&h, 19, 1);
 	actor_start(&w, 0, 0);
@@ -509,7 +739,7 @@ START_TEST(a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping)
 	struct proxylock_stats st;
 	struct actor a, b;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&a, 0, 0);
 	actor_start(&b, 19, 1);
 	actor_do(&a, ACT_LOCK, &l1, 0);
@@ -827,7 +1057,7 @@ static void run_storm(int nlocks)
 	pthread_t th[RND_THREADS];
 	struct proxylock_stats st;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	for (int i = 0; i < RND_LOCKS; i++)
 		proxylock_mutex_init(&rnd_locks[i], NULL);
 	for (int i = 0; i < RND_THREADS; i++) {
@@ -878,6 +1108,12 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, an_rt_waiter_lends_its_fifo_priority_and_the_holder_returns_to_cfs);
 	tcase_add_test(tc, a_waiter_that_dropped_rt_since_its_last_wait_never_lends_rt);
 	tcase_add_test(tc, three_thread_chain_lends_the_first_waiters_context_to_the_last_owner);
+	tcase_add_test(tc, a_chain_never_moves_the_holder_onto_the_cpus_of_a_thread_it_outranks);
+	tcase_add_test(tc, a_chain_lends_the_first_waiters_cpus_when_it_outranks_the_last_owner);
+	tcase_add_test(tc, a_lender_that_leaves_takes_its_rank_out_of_the_chain);
+	tcase_add_test(tc, a_lender_joining_a_blocked_chain_reaches_its_end);
+	tcase_add_test(tc, a_lender_joining_a_chain_reaches_an_rwlock_reader);
+	tcase_add_test(tc, a_sched_idle_holder_is_lifted_no_higher_than_its_waiter_and_returns_to_its_latent_nice);
 	tcase_add_test(tc, releasing_one_of_two_held_locks_keeps_the_other_locks_donation);
 	tcase_add_test(tc, the_remaining_waiters_donation_moves_to_the_next_owner);
 	tcase_add_test(tc, a_timed_out_waiter_withdraws_its_donation);

@@ -5,7 +5,7 @@
  * (PLK_FORKS overrides) while three threads contend on four proxylocks
  * (with condvar timed waits) and a fifth keeps starting short-lived
  * threads that do a timed condvar wait and exit (their exit retires the
- * thread's record through liburcu's call_rcu).  Each child unlocks the
+ * thread's record).  Each child unlocks the
  * lock the forking thread held across fork(), locks and unlocks a free
  * lock and that one again, and exits 0.  A watchdog thread turns a hang
  * into a failure that says at which fork, and in which step, it hung.

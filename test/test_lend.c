@@ -191,7 +191,7 @@ static struct plk_sched_ctx lent(const struct plk_sched_ctx *base, const struct 
 	struct plk_lend l = lend_of(w, n, kinds);
 	struct plk_sched_ctx out;
 
-	plk_lend_combine(base, &l, &env_waiters, &out);
+	plk_lend_combine(base, &l, &env_waiters, &out, NULL);
 	return out;
 }
 
@@ -202,7 +202,7 @@ static struct plk_sched_ctx combine_env(const struct plk_sched_ctx *base, const 
 
 	/* Garbage in *out must not leak into the result. */
 	memset(&out, 0xa5, sizeof(out));
-	plk_lend_combine(base, l, env, &out);
+	plk_lend_combine(base, l, env, &out, NULL);
 	return out;
 }
 
@@ -763,21 +763,35 @@ START_TEST(where_capacities_differ_no_lend_takes_the_holder_off_its_best_cpus)
 	struct plk_lend_env env = { .affinity = PROXYLOCK_AFFINITY_WAITERS, .capacity = &cap };
 	struct plk_sched_ctx got;
 
+	/* WAITERS means "only where the waiters run": all slower, so the
+	 * holder keeps its own CPUs (it was moved to CPUs 0 and 4 before:
+	 * the add-back made WAITERS a union). */
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(0, 4), "WAITERS, big holder, little waiter: big CPU kept");
+	assert_cpus(got, CPUS(0), "WAITERS, big holder, little waiter: no CPU lent");
 	env.affinity = PROXYLOCK_AFFINITY_UNION;
 	got = combine_env(&big, &l, &env);
 	assert_cpus(got, CPUS(0, 4), "UNION");
-	/* The best the base may use: only its best CPUs come back, and only
-	 * those within the cpuset. */
+	/* NODE (no NUMA map here: the union) keeps the base's best CPUs, and
+	 * only those within the cpuset. */
 	big.cpus = CPUS(0, 1, 2, 3);
 	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(0, 1, 4), "base on 0-3");
+	assert_cpus(got, CPUS(0, 1, 2, 3), "WAITERS, base on 0-3: no CPU lent");
+	struct plk_numa_map numa = { .nnodes = 2 };
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		numa.node_of[cpu] = cpu < 4 ? 0 : 1;
+	numa.cpus_of[0] = CPUS(0, 1, 2, 3);
+	numa.cpus_of[1] = CPUS(4, 5, 6, 7);
+	env.affinity = PROXYLOCK_AFFINITY_NODE;
+	env.numa = &numa;
+	got = combine_env(&big, &l, &env);
+	assert_cpus(got, CPUS(0, 1, 4), "NODE, base on 0-3: the waiter's node plus the base's best");
 	cpu_set_t allowed = CPUS(1, 2, 3, 4);
 	env.allowed = &allowed;
 	got = combine_env(&big, &l, &env);
-	assert_cpus(got, CPUS(1, 4), "base on 0-3, cpuset 1-4");
+	assert_cpus(got, CPUS(1, 4), "NODE, base on 0-3, cpuset 1-4");
+	env.numa = NULL;
+	env.affinity = PROXYLOCK_AFFINITY_WAITERS;
 	env.allowed = NULL;
 	/* A waiter on a CPU as big as the holder's best moves it there. */
 	little.cpus = CPUS(1, 5);
@@ -1025,7 +1039,11 @@ START_TEST(a_lend_never_lowers_the_holder)
 			              "case %d: RT holder lowered", i);
 			ck_assert_int_eq(got.nice, base.nice);
 		} else if (!plk_sched_is_rt(got.policy)) {
-			ck_assert_msg(got.nice <= base.nice, "case %d: nice raised", i);
+			/* A SCHED_IDLE base's nice is latent: lifted out of
+			 * IDLE, any fair nice is above it. */
+			ck_assert_msg(got.nice <= base.nice ||
+			              (base.policy == SCHED_IDLE && got.policy != SCHED_IDLE),
+			              "case %d: nice raised", i);
 		}
 		ck_assert_uint_eq(got.flags, base.flags);
 		ck_assert_int_gt(CPU_COUNT(&got.cpus) + (CPU_COUNT(&base.cpus) == 0), 0);
@@ -1104,7 +1122,8 @@ START_TEST(no_lend_leaves_the_holder_below_its_base_in_any_kind)
 			ck_assert_msg(plk_sched_is_rt(got.policy) && got.rt_prio >= base.rt_prio,
 			              "case %d: RT holder lowered", i);
 		else if (!plk_sched_is_rt(got.policy))
-			ck_assert_msg(got.nice <= base.nice &&
+			ck_assert_msg((got.nice <= base.nice ||
+			               (base.policy == SCHED_IDLE && got.policy != SCHED_IDLE)) &&
 			              (got.policy == SCHED_IDLE) <= (base.policy == SCHED_IDLE),
 			              "case %d: nice or fair policy lowered", i);
 		ck_assert_msg(outranked || CPU_EQUAL(&got.cpus, &base.cpus),
@@ -1230,11 +1249,11 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	struct plk_lend l1, l2;
 
 	l1 = lend_of(&w, 1, ALL);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	want = with_cpus(with_uclamp(rt(SCHED_FIFO, 50), 800, 1024), CPUS(3));
 	assert_ctx_eq(&et, &want, "E(T)");
 	l2 = lend_of(&et, 1, ALL);  /* L2's lend folds E(T), not B(T) */
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = with_cpus(with_uclamp(rt(SCHED_FIFO, 50), 800, 1024), CPUS(3));
 	want.nice = 5;
 	assert_ctx_eq(&ev, &want, "E(V): W's boost through T");
@@ -1244,18 +1263,18 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	bt = fair(SCHED_IDLE, 19);
 	bv = fair(SCHED_IDLE, 10);
 	l1 = lend_of(&w, 1, N);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	l2 = lend_of(&et, 1, N);
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = fair(SCHED_OTHER, -12);
 	assert_ctx_eq(&ev, &want, "E(V): W's nice through T");
 
 	/* A kind the middle lock does not lend stops there. */
 	w = with_uclamp(fair(SCHED_OTHER, -12), 900, 1024);
 	l1 = lend_of(&w, 1, U | N);
-	plk_lend_combine(&bt, &l1, &env_waiters, &et);
+	plk_lend_combine(&bt, &l1, &env_waiters, &et, NULL);
 	l2 = lend_of(&et, 1, U);
-	plk_lend_combine(&bv, &l2, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l2, &env_waiters, &ev, NULL);
 	want = with_uclamp(bv, 900, 1024);
 	assert_ctx_eq(&ev, &want, "E(V): nice stops at a uclamp-only L2");
 
@@ -1268,14 +1287,236 @@ START_TEST(a_chain_passes_the_waiters_context_through_an_intermediate_owner)
 	plk_lend_init(&all);
 	plk_lend_merge(&all, &l1);
 	plk_lend_merge(&all, &lx);
-	plk_lend_combine(&bt, &all, &env_waiters, &et);  /* T holds L1 and LX */
+	plk_lend_combine(&bt, &all, &env_waiters, &et, NULL);  /* T holds L1 and LX */
 	l2 = lend_of(&et, 1, R);
-	plk_lend_combine(&bu, &l2, &env_waiters, &eu);
+	plk_lend_combine(&bu, &l2, &env_waiters, &eu, NULL);
 	struct plk_lend l3 = lend_of(&eu, 1, R);
-	plk_lend_combine(&bv, &l3, &env_waiters, &ev);
+	plk_lend_combine(&bv, &l3, &env_waiters, &ev, NULL);
 	want = rt(SCHED_RR, 70);
 	want.nice = bv.nice;
 	assert_ctx_eq(&ev, &want, "E(V) three hops from X");
+}
+END_TEST
+
+/* E(T) and the rank of its CPUs, for a chain's next fold. */
+static struct plk_lend chain_hop(const struct plk_sched_ctx *bt, const struct plk_lend *l,
+                                 unsigned next_kinds, struct plk_sched_ctx *et)
+{
+	struct plk_cpu_owner own;
+	struct plk_lend next;
+
+	plk_lend_combine(bt, l, &env_waiters, et, &own);
+	plk_lend_init(&next);
+	plk_lend_add_ranked(&next, et, &own, next_kinds);
+	return next;
+}
+
+START_TEST(a_chain_lends_cpus_with_the_rank_of_the_thread_they_belong_to)
+{
+	/* X waits on L2, held by W; W waits on L1, held by H. */
+	struct plk_sched_ctx x = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx bw = with_cpus(fair(SCHED_OTHER, 19), CPUS(1));
+	struct plk_sched_ctx bh = with_cpus(fair(SCHED_OTHER, 5), CPUS(2));
+	struct plk_sched_ctx ew, eh, want;
+	struct plk_lend l1, l2;
+
+	/* L2 lends nice only: W runs at X's nice 0 on its own CPU 1, a
+	 * nice-19 thread's CPU.  H (nice 5) is outranked by E(W) but not by
+	 * the owner of CPU 1: it gets the nice and keeps its CPU. */
+	l2 = lend_of(&x, 1, N);
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(1), "E(W)");
+	ck_assert_int_eq(ew.nice, 0);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(fair(SCHED_OTHER, 0), CPUS(2));
+	assert_ctx_eq(&eh, &want, "E(H): X's nice through W, not W's CPU");
+
+	/* L2 lends CPUs only: W moves to X's CPU 0 at its own nice 19, and
+	 * H gets X's CPU, X outranking H: the chain carries X's rank. */
+	l2 = lend_of(&x, 1, A);
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(0), "E(W)");
+	ck_assert_int_eq(ew.nice, 19);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(fair(SCHED_OTHER, 5), CPUS(0));
+	assert_ctx_eq(&eh, &want, "E(H): X's CPU through W");
+
+	/* Uclamp alone raises W above H, whose CPUs stay its own. */
+	struct plk_sched_ctx big = with_cpus(with_uclamp(fair(SCHED_OTHER, 19), 1024, 1024), CPUS(0));
+	bw = with_cpus(fair(SCHED_OTHER, 0), CPUS(1));
+	bh = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 512, 1024), CPUS(2));
+	l2 = lend_of(&big, 1, ALL);  /* big does not outrank W: no CPUs */
+	l1 = chain_hop(&bw, &l2, ALL, &ew);
+	assert_cpus(ew, CPUS(1), "E(W)");
+	ck_assert_int_eq(ew.umin, 1024);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	want = with_cpus(with_uclamp(fair(SCHED_OTHER, 0), 1024, 1024), CPUS(2));
+	assert_ctx_eq(&eh, &want, "E(H): big's uclamp through W, not W's CPU");
+}
+END_TEST
+
+START_TEST(a_sched_idle_waiter_lends_no_nice_better_than_19)
+{
+	struct plk_sched_ctx idle = fair(SCHED_IDLE, 0);  /* nice 0 is latent under IDLE */
+	struct plk_sched_ctx holder = fair(SCHED_OTHER, 10), got;
+
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "an OTHER nice-10 holder, a SCHED_IDLE waiter");
+	holder = fair(SCHED_BATCH, 19);
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "a BATCH nice-19 holder, a SCHED_IDLE waiter");
+	holder = fair(SCHED_IDLE, 19);
+	got = lent(&holder, &idle, 1, ALL);
+	assert_ctx_eq(&got, &holder, "an IDLE nice-19 holder, a SCHED_IDLE nice-0 waiter");
+}
+END_TEST
+
+/* C3's mirror (review of issue 30).  A SCHED_IDLE holder's nice is latent too: a
+ * lend of SCHED_OTHER at nice 19 must not wake its nice 0 (weight 1024,
+ * far above the waiter's 15). */
+START_TEST(a_sched_idle_holder_lifted_by_a_lend_runs_at_the_lent_nice_not_its_latent_one)
+{
+	struct plk_sched_ctx holder = fair(SCHED_IDLE, 0), waiter = fair(SCHED_OTHER, 19), got, want;
+
+	got = lent(&holder, &waiter, 1, N);
+	want = fair(SCHED_OTHER, 19);
+	assert_ctx_eq(&got, &want, "IDLE nice-0 holder, OTHER nice-19 waiter");
+}
+END_TEST
+
+/* UNION, X (nice 0, CPU 0) -> L2 (CPUs only) -> W (nice 19,
+ * CPU 1) -> L1 -> H (nice 5, CPU 2).  E(W) = {0,1}, ranked as X; H gets
+ * W's CPU 1 too, which X's own lend would not give it. */
+START_TEST(under_union_a_chain_passes_on_the_lenders_cpus_not_the_middle_threads)
+{
+	struct plk_sched_ctx x = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx bw = with_cpus(fair(SCHED_OTHER, 19), CPUS(1));
+	struct plk_sched_ctx bh = with_cpus(fair(SCHED_OTHER, 5), CPUS(2));
+	struct plk_lend_env env = { .affinity = PROXYLOCK_AFFINITY_UNION };
+	struct plk_sched_ctx ew, eh, direct;
+	struct plk_lend l2 = lend_of(&x, 1, A), l1, lx = lend_of(&x, 1, A);
+	struct plk_cpu_owner own;
+
+	plk_lend_combine(&bw, &l2, &env, &ew, &own);
+	plk_lend_init(&l1);
+	plk_lend_add_ranked(&l1, &ew, &own, ALL);
+	plk_lend_combine(&bh, &l1, &env, &eh, NULL);
+	plk_lend_combine(&bh, &lx, &env, &direct, NULL);
+	assert_cpus(direct, CPUS(0, 2), "X's lend straight to H");
+	assert_cpus(eh, CPUS(0, 2), "X's lend to H through W (W is nice 19: its CPU 1 must not come)");
+}
+END_TEST
+
+/* Generated chains X -> L2 -> W -> L1 -> H, no cpuset, NUMA or
+ * capacities: every CPU H is given belongs to H or to a thread whose
+ * base outranks H's. */
+START_TEST(a_chain_gives_the_holder_only_cpus_of_threads_that_outrank_it)
+{
+	int bad[3] = { 0, 0, 0 }, first[3] = { -1, -1, -1 };
+
+	generator_setup(0x3030);
+	for (int i = 0; i < CASES * 5; i++) {
+		struct plk_sched_ctx x = random_base(), bw = random_base(), bh = random_base();
+		unsigned k2 = rnd(ALL + 1), k1 = rnd(ALL + 1);
+		struct plk_lend_env env = random_env();
+
+		env.numa = NULL;
+		if (env.affinity == PROXYLOCK_AFFINITY_NODE)
+			env.affinity = PROXYLOCK_AFFINITY_WAITERS;
+		struct plk_sched_ctx ew, eh;
+		struct plk_lend l2 = lend_of(&x, 1, k2), l1;
+		cpu_set_t may = bh.cpus;
+		struct plk_cpu_owner own;
+
+		plk_lend_combine(&bw, &l2, &env, &ew, &own);
+		plk_lend_init(&l1);
+		plk_lend_add_ranked(&l1, &ew, &own, k1);
+		plk_lend_combine(&bh, &l1, &env, &eh, NULL);
+		if (rank_cmp(&x, &bh) > 0)
+			CPU_OR(&may, &may, &x.cpus);
+		if (rank_cmp(&bw, &bh) > 0)
+			CPU_OR(&may, &may, &bw.cpus);
+		cpu_set_t extra;
+		CPU_AND(&extra, &eh.cpus, &may);
+		if (!CPU_EQUAL(&extra, &eh.cpus)) {
+			if (first[env.affinity] < 0)
+				first[env.affinity] = i;
+			bad[env.affinity]++;
+		}
+	}
+	ck_assert_msg(bad[PROXYLOCK_AFFINITY_WAITERS] == 0 && bad[PROXYLOCK_AFFINITY_UNION] == 0,
+	              "chains giving H CPUs of a thread it outranks: WAITERS %d (first case %d), "
+	              "UNION %d (first case %d)",
+	              bad[PROXYLOCK_AFFINITY_WAITERS], first[PROXYLOCK_AFFINITY_WAITERS],
+	              bad[PROXYLOCK_AFFINITY_UNION], first[PROXYLOCK_AFFINITY_UNION]);
+}
+END_TEST
+
+/* W holds L2 and L3 (up to 2 waiters each), waits on L1 held by
+ * H, which also holds L4 with waiter Z; WAITERS, random cpuset and
+ * capacities.  Every CPU H is given belongs to H or to a thread whose
+ * base outranks H's. */
+START_TEST(a_multi_lock_chain_gives_the_holder_only_cpus_of_outranking_threads)
+{
+	int bad = 0, first = -1;
+
+	generator_setup(0x3031);
+	for (int i = 0; i < CASES * 5; i++) {
+		struct plk_sched_ctx t[6], bw = random_base(), bh = random_base(), ew, eh;
+		unsigned k[4];
+		struct plk_lend_env env = random_env();
+		struct plk_lend l2, l3, l4, l1, all;
+		cpu_set_t may = bh.cpus, extra;
+		struct plk_cpu_owner own;
+
+		env.numa = NULL;
+		env.affinity = PROXYLOCK_AFFINITY_WAITERS;
+		for (int j = 0; j < 6; j++)
+			t[j] = random_base();
+		for (int j = 0; j < 4; j++)
+			k[j] = rnd(ALL + 1);
+		l2 = lend_of(&t[0], (int)rnd(3), k[0]);
+		l3 = lend_of(&t[2], (int)rnd(3), k[1]);
+		plk_lend_init(&all);
+		plk_lend_merge(&all, &l3);
+		plk_lend_merge(&all, &l2);
+		plk_lend_combine(&bw, &all, &env, &ew, &own);
+		plk_lend_init(&l1);
+		plk_lend_add_ranked(&l1, &ew, &own, k[2]);
+		l4 = lend_of(&t[4], 1, k[3]);
+		plk_lend_merge(&l1, &l4);
+		plk_lend_combine(&bh, &l1, &env, &eh, NULL);
+		for (int j = 0; j < 6; j++)
+			if (rank_cmp(&t[j], &bh) > 0)
+				CPU_OR(&may, &may, &t[j].cpus);
+		if (rank_cmp(&bw, &bh) > 0)
+			CPU_OR(&may, &may, &bw.cpus);
+		CPU_AND(&extra, &eh.cpus, &may);
+		if (!CPU_EQUAL(&extra, &eh.cpus) && bad++ == 0)
+			first = i;
+	}
+	ck_assert_msg(bad == 0, "%d cases (first %d)", bad, first);
+}
+END_TEST
+
+/* X (nice 0, CPU 0) -> L2 (CPUs) -> W (nice -5, CPU 1) -> L1 -> H (nice
+ * 5, CPU 2).  X outranks H but not W: W keeps its CPU and passes it on
+ * at its own rank, which outranks H (lend.c: the top-ranked CPUs at
+ * every hop). */
+START_TEST(a_middle_thread_that_outranks_the_lender_passes_on_its_own_cpus)
+{
+	struct plk_sched_ctx x = with_cpus(fair(SCHED_OTHER, 0), CPUS(0));
+	struct plk_sched_ctx bw = with_cpus(fair(SCHED_OTHER, -5), CPUS(1));
+	struct plk_sched_ctx bh = with_cpus(fair(SCHED_OTHER, 5), CPUS(2));
+	struct plk_sched_ctx ew, eh;
+	struct plk_lend l2 = lend_of(&x, 1, A), l1;
+	struct plk_cpu_owner own;
+
+	plk_lend_combine(&bw, &l2, &env_waiters, &ew, &own);
+	plk_lend_init(&l1);
+	plk_lend_add_ranked(&l1, &ew, &own, ALL);
+	plk_lend_combine(&bh, &l1, &env_waiters, &eh, NULL);
+	assert_cpus(eh, CPUS(1), "E(H): W's CPU");
 }
 END_TEST
 
@@ -1374,6 +1615,13 @@ static Suite *lend_suite(void)
 	tcase_add_test(tc, waiters_that_do_not_outrank_the_holder_lend_no_cpus);
 	tcase_add_test(tc, plk_lend_rank_follows_the_stated_order);
 	tcase_add_test(tc, a_chain_passes_the_waiters_context_through_an_intermediate_owner);
+	tcase_add_test(tc, a_chain_lends_cpus_with_the_rank_of_the_thread_they_belong_to);
+	tcase_add_test(tc, a_sched_idle_waiter_lends_no_nice_better_than_19);
+	tcase_add_test(tc, a_sched_idle_holder_lifted_by_a_lend_runs_at_the_lent_nice_not_its_latent_one);
+	tcase_add_test(tc, under_union_a_chain_passes_on_the_lenders_cpus_not_the_middle_threads);
+	tcase_add_test(tc, a_chain_gives_the_holder_only_cpus_of_threads_that_outrank_it);
+	tcase_add_test(tc, a_multi_lock_chain_gives_the_holder_only_cpus_of_outranking_threads);
+	tcase_add_test(tc, a_middle_thread_that_outranks_the_lender_passes_on_its_own_cpus);
 	tcase_add_test(tc, plk_lend_kinds_changed_names_exactly_the_kinds_that_differ);
 	suite_add_tcase(s, tc);
 	return s;

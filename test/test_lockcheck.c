@@ -2,16 +2,14 @@
 /*
  * test_lockcheck.c - the lock check (-Dlockcheck=true, lib/lockcheck.c)
  * can fail: an allocation, a scheduler syscall, a futex wake of a word
- * other than the lock's own, an internal lock inside an RCU read-side
- * section each abort with a message naming the call, in a forked child;
- * the same calls with no internal lock held pass, as do the internal
+ * other than the lock's own each abort with a message naming the call,
+ * in a forked child; the same calls with no internal lock held pass, as do the internal
  * lock's own futex calls under another internal lock; PLK_LOCKCHECK=warn
  * logs instead.  Built only with the option on; links the internal
  * archive, and so is linked with the same --wrap list as the library.
  */
 #include <signal.h>
 #include <sys/wait.h>
-#include <urcu-bp.h>
 
 #include "helpers.h"
 #include "registry.h"
@@ -128,13 +126,6 @@ static void wake_under_bucket(void)
 	plk_waitq_unlock(b);
 }
 
-static void ilock_inside_rcu(void)
-{
-	rcu_read_lock();
-	plk_waitq_unlock(plk_waitq_lock(&some_lock));
-	rcu_read_unlock();
-}
-
 static void all_without_a_lock(void)
 {
 	struct plk_bucket *b = plk_waitq_lock(&some_lock);
@@ -143,8 +134,6 @@ static void all_without_a_lock(void)
 	do_malloc();
 	do_getaffinity();
 	do_wake_other_word();
-	rcu_read_lock();
-	rcu_read_unlock();
 }
 
 START_TEST(malloc_under_an_internal_lock_aborts)
@@ -162,12 +151,6 @@ END_TEST
 START_TEST(a_futex_wake_of_another_word_under_an_internal_lock_aborts)
 {
 	expect_abort(wake_under_bucket, "syscall(SYS_futex)");
-}
-END_TEST
-
-START_TEST(an_internal_lock_inside_rcu_read_lock_aborts)
-{
-	expect_abort(ilock_inside_rcu, "an internal lock taken inside rcu_read_lock()");
 }
 END_TEST
 
@@ -247,7 +230,6 @@ static Suite *lockcheck_suite(void)
 	tcase_add_test(tc, malloc_under_an_internal_lock_aborts);
 	tcase_add_test(tc, sched_getaffinity_under_an_internal_lock_aborts);
 	tcase_add_test(tc, a_futex_wake_of_another_word_under_an_internal_lock_aborts);
-	tcase_add_test(tc, an_internal_lock_inside_rcu_read_lock_aborts);
 	tcase_add_test(tc, the_same_calls_without_an_internal_lock_pass);
 	tcase_add_test(tc, the_internal_locks_own_futex_calls_pass_under_another_lock);
 	tcase_add_test(tc, plk_lockcheck_warn_logs_instead_of_aborting);

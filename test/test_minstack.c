@@ -43,7 +43,7 @@
 #include "helpers.h"
 
 /* docs/design.md, "Stack budget": the deepest call into the library,
- * including what it calls in libc, libnuma and liburcu. */
+ * including what it calls in libc and libnuma. */
 #define PLK_STACK_BUDGET 4096
 /* A cancelled wait unwinds with libgcc_s's unwinder, whose own need
  * (5.4 KiB for glibc's own cancelled condvar wait here) is not ours. */

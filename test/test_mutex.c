@@ -609,7 +609,7 @@ START_TEST(rt_waiters_get_the_lock_in_priority_order_before_everyone_else)
 	                              { SCHED_FIFO, 30, 2 } };
 	pthread_t th[3];
 
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_RT, "needs RT privilege (run as root)");
+	require_rt_lending();
 	proxylock_mutex_init(&order_lock, NULL);
 	proxylock_mutex_lock(&order_lock);
 	for (int i = 0; i < 3; i++) {

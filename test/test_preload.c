@@ -428,8 +428,8 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 	{
 		int (*setattr)(pid_t, void *, unsigned);
 		void *p = dlsym(RTLD_DEFAULT, "sched_setattr");
-		struct test_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
-		                             .sched_nice = 7 };
+		struct plk_sched_attr a = { .size = sizeof(a), .sched_policy = SCHED_OTHER,
+		                            .sched_nice = 7 };
 
 		ck_assert_ptr_nonnull(p);
 		memcpy(&setattr, &p, sizeof(p));
@@ -441,6 +441,66 @@ START_TEST(scheduler_calls_made_while_lent_to_change_the_base_not_the_loan)
 	ck_assert(affinity_is(0, 1, -1));
 	ck_assert_int_eq(kview_of(0).nice, 7);
 	pthread_join(th, NULL);
+}
+END_TEST
+
+/*
+ * The application renices a blocked waiter (review of issue 30): H (nice
+ * 5, CPU 1) holds the lock, W (nice 0, CPU 0) waits and lends H nice 0
+ * and CPU 0; the main thread sets W to nice 19 with setpriority().  What
+ * W lends changes with its base at once: H goes back to nice 5 and CPU 1
+ * (W no longer outranks it), while W still waits.
+ */
+static pthread_mutex_t rn_lock = PTHREAD_MUTEX_INITIALIZER;
+static int rn_h, rn_w, rn_release;
+
+static void *rn_holder(void *arg)
+{
+	(void)arg;
+	pin_self(1);
+	setpriority(PRIO_PROCESS, 0, 5);
+	usleep(2000);  /* past any copy of the base (PLK_BASE_TTL_NS) */
+	pthread_mutex_lock(&rn_lock);
+	__atomic_store_n(&rn_h, gettid_(), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&rn_release, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	pthread_mutex_unlock(&rn_lock);
+	return NULL;
+}
+
+static void *rn_waiter(void *arg)
+{
+	(void)arg;
+	pin_self(0);
+	setpriority(PRIO_PROCESS, 0, 0);
+	usleep(2000);
+	__atomic_store_n(&rn_w, gettid_(), __ATOMIC_RELEASE);
+	pthread_mutex_lock(&rn_lock);
+	pthread_mutex_unlock(&rn_lock);
+	return NULL;
+}
+
+START_TEST(renicing_a_blocked_waiter_changes_what_it_lends_at_once)
+{
+	pthread_t h, w;
+	pid_t ht, wt;
+
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pthread_create(&h, NULL, rn_holder, NULL);
+	ck_assert(eventually(__atomic_load_n(&rn_h, __ATOMIC_ACQUIRE) != 0, 3000));
+	ht = __atomic_load_n(&rn_h, __ATOMIC_ACQUIRE);
+	pthread_create(&w, NULL, rn_waiter, NULL);
+	ck_assert_msg(eventually(kview_of(ht).nice == 0 && affinity_is(ht, 0, -1), 3000),
+	              "H was never lent W's nice 0 and CPU 0");
+	wt = __atomic_load_n(&rn_w, __ATOMIC_ACQUIRE);
+	ck_assert_int_eq(setpriority(PRIO_PROCESS, (id_t)wt, 19), 0);
+	ck_assert_msg(eventually(kview_of(ht).nice == 5 && affinity_is(ht, 1, -1), 2000),
+	              "W reniced to 19 while it waits: H still at nice %d, %s", kview_of(ht).nice,
+	              affinity_is(ht, 0, -1) ? "on W's CPU 0" : "not on CPU 0 alone");
+	ck_assert_int_eq(kview_of(wt).nice, 19);
+	__atomic_store_n(&rn_release, 1, __ATOMIC_RELEASE);
+	pthread_join(w, NULL);
+	pthread_join(h, NULL);
 }
 END_TEST
 
@@ -604,6 +664,7 @@ START_TEST(another_threads_tid_is_found_from_a_caller_whose_tid_matches_an_earli
 		fprintf(stderr, "SKIP: this kernel has no PID namespaces (CONFIG_PID_NS)\n");
 		return;
 	}
+	require_privilege(rc != 92, "unshare(CLONE_NEWPID) refused (run as root)");
 	ck_assert_msg(rc == 0,
 	              "code %d: %s", rc,
 	              rc == 92 ? "unshare(CLONE_NEWPID) refused (needs root)"
@@ -939,7 +1000,7 @@ START_TEST(priority_inherit_follows_PROXYLOCK_PI_where_rt_can_be_lent)
 	pthread_attr_t ta;
 	pthread_t th;
 
-	ck_assert_msg(caps_of_interposer() & PROXYLOCK_DONATE_RT, "needs RT permission (root)");
+	require_privilege(caps_of_interposer() & PROXYLOCK_DONATE_RT, "needs RT permission (root)");
 	pi_mutex_init(&pi_lock);
 	ck_assert_int_eq(kept_glibc_pi(&pi_lock), kernel);
 	ck_assert_int_eq(kview_of(0).policy, SCHED_OTHER);
@@ -1135,6 +1196,7 @@ static Suite *preload_suite(void)
 	tcase_add_test(tc, glibc_objects_take_deadlines_on_either_clock);
 	tcase_add_test(tc, c11_mutexes_and_condvars_keep_their_return_codes);
 	tcase_add_test(tc, scheduler_calls_made_while_lent_to_change_the_base_not_the_loan);
+	tcase_add_test(tc, renicing_a_blocked_waiter_changes_what_it_lends_at_once);
 	tcase_add_test(tc, the_base_answered_is_what_the_application_set_never_a_stale_copy);
 	tcase_add_test(tc, another_threads_tid_is_found_from_a_caller_whose_tid_matches_an_earlier_word);
 	tcase_add_test(tc, pthread_cond_wait_is_a_cancellation_point_that_retakes_the_mutex);

@@ -384,7 +384,7 @@ static int fork_and_check(uint32_t policy, const cpu_set_t *cpus)
  */
 START_TEST(a_fork_child_keeps_what_the_kernel_and_the_application_gave_it)
 {
-	struct test_sched_attr a = { .size = sizeof(a) };
+	struct plk_sched_attr a = { .size = sizeof(a) };
 	struct kview start = kview_of(0);
 	cpu_set_t one;
 	pthread_t idle;
@@ -401,14 +401,14 @@ START_TEST(a_fork_child_keeps_what_the_kernel_and_the_application_gave_it)
 	ck_assert_msg(status == 0, "a child undid a raw sched_setaffinity (status %#x)", status);
 	a.sched_policy = SCHED_FIFO;
 	a.sched_priority = 10;
-	a.sched_flags = 0x01;  /* SCHED_FLAG_RESET_ON_FORK */
-	ck_assert_msg(syscall(SYS_sched_setattr, 0, &a, 0) == 0, "SCHED_FIFO needs root");
+	a.sched_flags = PLK_SCHED_FLAG_RESET_ON_FORK;
+	require_privilege(plk_sched_setattr(0, &a) == 0, "SCHED_FIFO needs root");
 	status = fork_and_check(SCHED_OTHER, &one);
 	a.sched_policy = start.policy;
 	a.sched_priority = 0;
 	a.sched_flags = 0;
 	a.sched_nice = start.nice;
-	syscall(SYS_sched_setattr, 0, &a, 0);
+	plk_sched_setattr(0, &a);
 	syscall(SYS_sched_setaffinity, 0, sizeof(start.cpus), &start.cpus);
 	pthread_cancel(idle);
 	pthread_join(idle, NULL);

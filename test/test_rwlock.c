@@ -14,13 +14,6 @@
 
 #include "rwscenario.h"
 
-static void require_two_cpus_and_nice(void)
-{
-	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
-	ck_assert_msg(proxylock_caps() & PROXYLOCK_DONATE_NICE,
-	              "needs CAP_SYS_NICE or RLIMIT_NICE (run as root)");
-}
-
 /* Is thread @tid running as a nice-0 thread on CPU 0 only (lent to)? */
 static bool lent_to(pid_t tid)
 {
@@ -442,7 +435,7 @@ static const struct rw_lending nice_and_cpus = { start_low, start_high, actor_le
 
 static void writer_lends_to_readers(int n)
 {
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	rw_writer_lends_to_readers(&nice_and_cpus, n);
 }
 
@@ -467,7 +460,7 @@ END_TEST
 /* Two readers at nice 19 on CPU 1 and a writer at nice 0 on CPU 0. */
 static void start_readers_and_writer(struct actor *r1, struct actor *r2, struct actor *w)
 {
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(r1, 19, 1);
 	actor_start(r2, 19, 1);
 	actor_start(w, 0, 0);
@@ -542,7 +535,7 @@ START_TEST(a_lone_reader_relocking_keeps_the_lend_until_its_last_unlock)
 	proxylock_rwlock_t rw = PROXYLOCK_RWLOCK_INITIALIZER;
 	struct actor r, w;
 
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	actor_start(&r, 19, 1);
 	actor_start(&w, 0, 0);
 	actor_do(&r, ACT_RDLOCK, &rw, 0);           /* solo */
@@ -561,14 +554,14 @@ END_TEST
 
 START_TEST(readers_waiting_on_a_writer_lend_to_it_until_its_unlock)
 {
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	rw_readers_lend_to_writer(&nice_and_cpus);
 }
 END_TEST
 
 START_TEST(a_writer_that_times_out_withdraws_from_every_reader)
 {
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	rw_writer_times_out_and_withdraws(&nice_and_cpus);
 }
 END_TEST
@@ -605,7 +598,7 @@ END_TEST
 /* W (nice 0, CPU 0) waits on L1 <- R (nice 19) waits on M <- H waits on L2 <- R2. */
 START_TEST(a_chain_rwlock_mutex_rwlock_lends_the_first_writers_context_to_the_last_reader)
 {
-	require_two_cpus_and_nice();
+	require_nice_lending();
 	rw_chain_rwlock_mutex_rwlock(&nice_and_cpus);
 }
 END_TEST
@@ -624,7 +617,7 @@ START_TEST(uncontended_read_and_write_paths_make_no_syscall)
 	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
 	proxylock_stats_get(&a);
 	/* Every slow path that may wait counts itself (contended); the
-	 * syscall count is strace's job (docs/design.md gives the command). */
+	 * syscall count is strace's job (docs/results.md gives the command). */
 	for (int i = 0; i < 100000; i++) {
 		ck_assert_int_eq(proxylock_rwlock_rdlock(&lone), 0);
 		ck_assert_int_eq(proxylock_rwlock_unlock(&lone), 0);
@@ -911,6 +904,7 @@ static void dr_check(bool converted)
 {
 	int code = in_new_pid_namespace(dr_child_of, converted);
 
+	require_privilege(code != 90, "unshare(CLONE_NEWPID) refused (run as root)");
 	ck_assert_msg(code == 0,
 	              "child: %d (20 + n: in n samples of about 150 the thread given the dead "
 	              "reader's TID had been lent CPU 0; 90: unshare refused, needs root; else a "
@@ -1065,6 +1059,7 @@ static void dq_check(int kind)
 {
 	int code = in_new_pid_namespace(dq_child, kind);
 
+	require_privilege(code != 90, "unshare(CLONE_NEWPID) refused (run as root)");
 	ck_assert_msg(code == 0,
 	              "child: %d (20 + n: in n samples of about 100 the thread given the dead "
 	              "reader's TID had been lent CPU 0 or nice -5; 90: unshare refused, needs root; else a "

@@ -15,9 +15,11 @@
  * (PLK_PRELOAD_REL, baked in by meson: libdir as seen from bindir), or
  * where PROXYLOCK_PRELOAD says.
  *
- * caps probes each kind itself, with the reason (an errno, a capability,
- * a limit), and checks its verdict against the library's own probe,
- * proxylock_caps(): the two must agree.
+ * caps prints the library's capability probe (plk_sched_caps_explain:
+ * each kind's verdict with its reason, an errno, a capability, a limit),
+ * adds a trial of each boost allowed on a thread of its own, and checks
+ * the fresh probe against the cached one, proxylock_caps(): the two
+ * must agree.
  *
  * Exit: run: the program's status; 2 bad usage; 125 the interposer is
  * missing; 126 PROGRAM cannot run under it (set-ID, file capabilities,
@@ -30,7 +32,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -49,6 +50,7 @@
 
 #include "config.h"
 #include "proxylock.h"
+#include "schedctl.h"
 
 #ifndef PLK_PRELOAD_REL
 #define PLK_PRELOAD_REL "../lib/proxylock/libproxylock-preload.so"
@@ -551,84 +553,11 @@ static int cmd_report(int argc, char **argv)
 
 /* --- caps -------------------------------------------------------------- */
 
-#define SCHED_FLAG_KEEP_ALL 0x18    /* KEEP_POLICY | KEEP_PARAMS */
-#define SCHED_FLAG_UTIL_CLAMP 0x60  /* UTIL_CLAMP_MIN | UTIL_CLAMP_MAX */
-
-struct sched_attr_v1 {
-	uint32_t size, sched_policy;
-	uint64_t sched_flags;
-	int32_t sched_nice;
-	uint32_t sched_priority;
-	uint64_t sched_runtime, sched_deadline, sched_period;
-	uint32_t sched_util_min, sched_util_max;
-};
-
-struct verdict {
-	bool ok;
-	char why[2600];
-};
-
 static const char *errname(int err)
 {
-	switch (err) {
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EINVAL: return "EINVAL";
-	case E2BIG: return "E2BIG";
-	case ENOSYS: return "ENOSYS";
-	case EPERM: return "EPERM";
-	case EACCES: return "EACCES";
-	case ESRCH: return "ESRCH";
-	default: return strerror(err);
-	}
-}
+	const char *name = strerrorname_np(err);
 
-/* uclamp: re-set our own clamps, as the library does (KEEP_ALL: the
- * policy and nice stay; the same clamps: nothing changes). */
-static void probe_uclamp(struct verdict *v)
-{
-	struct sched_attr_v1 a = { 0 };
-
-	if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0) {
-		snprintf(v->why, sizeof(v->why), "sched_getattr returned %s: kernel older than 3.14",
-		         errname(errno));
-		return;
-	}
-	if (a.size < sizeof(a)) {
-		snprintf(v->why, sizeof(v->why), "kernel too old for uclamp (sched_attr is %u bytes, "
-		         "uclamp needs %zu: Linux 5.3)", a.size, sizeof(a));
-		return;
-	}
-	a.size = sizeof(a);
-	a.sched_flags = SCHED_FLAG_KEEP_ALL | SCHED_FLAG_UTIL_CLAMP;
-	if (syscall(SYS_sched_setattr, 0, &a, 0) == 0) {
-		v->ok = true;
-		snprintf(v->why, sizeof(v->why), "sched_setattr sets clamps (this thread's: min %u, "
-		         "max %u)", a.sched_util_min, a.sched_util_max);
-		return;
-	}
-	switch (errno) {
-	case EOPNOTSUPP:
-		snprintf(v->why, sizeof(v->why), "kernel built without CONFIG_UCLAMP_TASK "
-		         "(sched_setattr returned EOPNOTSUPP)");
-		break;
-	case EINVAL:
-	case E2BIG:
-		snprintf(v->why, sizeof(v->why), "kernel without uclamp flags, older than 5.3 "
-		         "(sched_setattr returned %s)", errname(errno));
-		break;
-	default:
-		snprintf(v->why, sizeof(v->why), "sched_setattr returned %s", errname(errno));
-	}
-}
-
-static bool cap_sys_nice(void)
-{
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data) != 0)
-		return false;
-	return data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE);
+	return name ? name : strerror(err);
 }
 
 /* A trial on a thread of our own, which then exits: what the kernel
@@ -642,7 +571,7 @@ static void *trial_thread(void *arg)
 {
 	struct trial *t = arg;
 	pid_t tid = (pid_t)syscall(SYS_gettid);
-	struct sched_attr_v1 a = { .size = sizeof(a) };
+	struct plk_sched_attr a = { .size = sizeof(a) };
 
 	if (t->rt) {
 		a.sched_policy = SCHED_FIFO;
@@ -655,7 +584,7 @@ static void *trial_thread(void *arg)
 			return NULL;
 		}
 	}
-	t->err = syscall(SYS_sched_setattr, tid, &a, 0) == 0 ? 0 : errno;
+	t->err = plk_sched_setattr(tid, &a);
 	return NULL;
 }
 
@@ -671,38 +600,23 @@ static int trial(bool rt)
 	return t.err;
 }
 
-static void probe_boost(struct verdict *v, bool rt, bool cap)
+/* The library's verdict on a boost, with a trial added where it is
+ * allowed: what the kernel says to the boost itself (RT group
+ * scheduling can refuse even root).  The library trusts the capability
+ * and limits; a refusal at run time is skipped and counted
+ * (eperm_skipped). */
+static void add_trial(struct plk_cap_verdict *v, bool rt)
 {
-	int res = rt ? RLIMIT_RTPRIO : RLIMIT_NICE;
-	const char *lim = rt ? "RLIMIT_RTPRIO" : "RLIMIT_NICE";
-	const char *what = rt ? "SCHED_FIFO priority 1" : "nice - 1";
-	const char *raise = rt ? "ulimit -r 99, prlimit --rtprio=99 --pid PID, or an 'rtprio' line "
-	                         "in /etc/security/limits.conf"
-	                       : "ulimit -e 40, prlimit --nice=40 --pid PID, or a 'nice' line in "
-	                         "/etc/security/limits.conf";
-	struct rlimit rl = { 0, 0 };
-	char limit[64];
+	size_t n = strlen(v->why);
 	int err;
 
-	getrlimit(res, &rl);
-	v->ok = cap || rl.rlim_cur > 0;
-	if (!v->ok) {
-		snprintf(v->why, sizeof(v->why), "%s needs CAP_SYS_NICE or a non-zero %s; %s is 0 and "
-		         "CAP_SYS_NICE is not in the effective set (raise it with %s)",
-		         rt ? "an RT priority" : "lowering nice", lim, lim, raise);
+	if (!v->ok)
 		return;
-	}
 	err = trial(rt);
-	if (rl.rlim_cur == RLIM_INFINITY)
-		snprintf(limit, sizeof(limit), "%s unlimited", lim);
-	else
-		snprintf(limit, sizeof(limit), "%s %llu", lim, (unsigned long long)rl.rlim_cur);
-	snprintf(v->why, sizeof(v->why), "%s%s%s; a trial %s on a thread %s%s%s",
-	         cap ? "CAP_SYS_NICE in the effective set (" : "", limit, cap ? ")" : "", what,
-	         err ? "returned " : "succeeded", err ? errname(err) : "",
+	snprintf(v->why + n, sizeof(v->why) - n, "; a trial %s on a thread %s%s%s",
+	         rt ? "SCHED_FIFO priority 1" : "nice - 1", err ? "returned " : "succeeded",
+	         err ? errname(err) : "",
 	         err && rt ? " (RT group scheduling without runtime for this cgroup?)" : "");
-	/* The library trusts the capability and limits; a refusal at run
-	 * time is skipped and counted (eperm_skipped). */
 }
 
 /* Parse a CPU list such as "0-3,8" into @set; false if malformed. */
@@ -744,7 +658,7 @@ static void cpulist(const cpu_set_t *set, char *buf, size_t len)
 }
 
 /* Our CPUs: the affinity mask within the cgroup's effective cpuset. */
-static int probe_affinity(struct verdict *v)
+static int describe_affinity(struct plk_cap_verdict *v)
 {
 	cpu_set_t mine, cg;
 	char line[4096], path[4200] = "", list[1024];
@@ -767,7 +681,6 @@ static int probe_affinity(struct verdict *v)
 		fclose(f);
 	}
 	cpulist(&mine, list, sizeof(list));
-	v->ok = true;
 	if (have_cg) {
 		char cgl[1024];
 
@@ -824,9 +737,9 @@ static void print_capacities(void)
 static int cmd_caps(int argc, char **argv)
 {
 	static const char *const names[] = { "uclamp", "affinity", "nice", "rt" };
-	struct verdict v[4] = { 0 };
-	unsigned lib = proxylock_caps(), mine = 0;
-	bool cap = cap_sys_nice(), useful = false;
+	struct plk_cap_verdict v[PLK_CAP_KINDS];
+	unsigned lib = proxylock_caps(), mine;
+	bool useful = false;
 	struct utsname u;
 	int ncpus, status = 0;
 
@@ -840,15 +753,13 @@ static int cmd_caps(int argc, char **argv)
 	uname(&u);
 	printf("kernel: %s %s %s; uid %d, euid %d\n", u.sysname, u.release, u.machine, (int)getuid(),
 	       (int)geteuid());
-	probe_uclamp(&v[0]);
-	ncpus = probe_affinity(&v[1]);
-	probe_boost(&v[2], false, cap);
-	probe_boost(&v[3], true, cap);
-	for (int k = 0; k < 4; k++) {
+	mine = plk_sched_caps_explain(v);
+	ncpus = describe_affinity(&v[PLK_CAP_AFFINITY]);
+	add_trial(&v[PLK_CAP_NICE], false);
+	add_trial(&v[PLK_CAP_RT], true);
+	for (int k = 0; k < PLK_CAP_KINDS; k++)
 		printf("%s:%*s %-3s  %s\n", names[k], (int)(8 - strlen(names[k])), "",
 		       v[k].ok ? "yes" : "no", v[k].why);
-		mine |= v[k].ok ? 1u << k : 0;
-	}
 	if (ncpus < 2)
 		printf("affinity: only %d CPU here: lending it moves nothing\n", ncpus);
 	print_capacities();
@@ -859,8 +770,8 @@ static int cmd_caps(int argc, char **argv)
 			printf("%s%s", sep++ ? "," : "", names[k]);
 	printf("%s\n", useful ? "" : "none");
 	if (mine != lib) {
-		fprintf(stderr, "proxylock: the library's probe says 0x%x, this one 0x%x: please "
-		        "report this\n", lib, mine);
+		fprintf(stderr, "proxylock: the library's cached probe says 0x%x, a new one 0x%x: "
+		        "please report this\n", lib, mine);
 		status = 1;
 	}
 	return status ? status : useful ? 0 : 1;

@@ -1,8 +1,44 @@
 /*
  * proxylock.pml - SPIN model of libproxylock's lock protocol: the lock
  * word, the bucket queue, park words, timed lock and condvar wait
- * morphing.  docs/design.md, "The protocol model", says which code each
- * inline stands for; test/model/run-model.sh verifies it exhaustively.
+ * morphing; test/model/run-model.sh verifies it exhaustively (docs/design.md,
+ * "The protocol model": what it proves and leaves out).
+ *
+ * Which code each part stands for (proxylock.pml and rwlock.pml):
+ *   mutex_lock, lock_block
+ *       plk_mutex_lock_fast (lockword.h); plk_mutex_lock_slow's spin
+ *       and lock_block (mutex.c), sleeping in plk_waitq_park
+ *   acquire_locked, lock_timedout, unlock_wake
+ *       the same functions in mutex.c
+ *   mutex_unlock
+ *       plk_mutex_unlock_fast (lockword.h), plk_mutex_unlock_slow
+ *   enq, deq, cenq, cdeq
+ *       plk_waitq_enqueue, plk_waitq_dequeue (waitq.c)
+ *   cond_wait, cond_wake, mutex_take
+ *       plk_cond_wait and its timeout and cancellation paths;
+ *       plk_cond_wake, move_to_mutex; mutex_take,
+ *       plk_mutex_lock_requeued
+ *   cupdate, cunlock (-DCOND)
+ *       plk_wakers_update after every change of a condvar's queue; K1
+ *       checked wherever its bucket is dropped (-DBROKEN_WAKERS_LEAVE,
+ *       -DBROKEN_WAKERS_WAKE fail with "violated: K1")
+ *   bump, donate_apply (-DAPPLY)
+ *       the pure part of plk_donate_set/_withdraw (recompute E(T),
+ *       T.gen++); plk_donate_apply: token, calls with no lock,
+ *       re-check
+ *   rd_try, rd_spin
+ *       plk_rw_rdlock_fast (with -DRW_DBLFAST twice, as the
+ *       interposer); one turn of rdlock_slow's spin (two stand for
+ *       100)
+ *   rdlock, rdlock_rec, rdunlock, rdunlock_rec, rdunlock_solo
+ *       rdlock_slow, recursive holds, plk_rw_rdunlock_fast/_waiting,
+ *       unlock_slow, the solo release
+ *   wrlock, wrunlock, rw_wait
+ *       wrlock_slow (one CAS for the spin), unlock_slow; rw_park,
+ *       rw_rescan, rw_timedout
+ *   grant, grant_loop, lend_update, unlend_publishers, convert
+ *       grant, grant_and_unlock (-DRW_BATCH), plk_rw_lend_update,
+ *       withdraw_publishers, join_locked
  *
  * Configurations (spin -D...):
  *   (default)         mutex: a barger (ROUNDS + 1 lock rounds), a timed
@@ -21,6 +57,13 @@
  *                     checking that a waiter bound to L is still on c's
  *                     queue: L touched after its last waiter left (it
  *                     may have destroyed and freed L by then)
+ *   -DBROKEN_WAKERS_LEAVE with -DCOND: a waiter that leaves c by itself
+ *                     (deadline, cancellation) does not update what c's
+ *                     queue lends its wakers: a lend outlives its
+ *                     waiters (K1, lib/wakers.c)
+ *   -DBROKEN_WAKERS_WAKE with -DCOND: a signal or broadcast takes waiters
+ *                     off without updating the lend (the woken would
+ *                     have to, touching c after a broadcast): K1
  *   -DNO_M1           leave out the M1 assertions (so a broken variant
  *                     runs on to the hang itself)
  *   -DAPPLY           mutex scenario with the donation engine's apply
@@ -110,6 +153,11 @@ byte cql;
 bit oncq[N + 1];		/* blocked_on == c */
 bit requeued[N + 1];
 byte avail;			/* the predicate: items produced, not consumed */
+/* Waits for work (lib/wakers.c): c's waker, learned from a wake that
+ * took waiters off (the producer, learned in an earlier round), and
+ * lentc[t]: the engine has an entry keyed c for t. */
+byte waker = 1;
+bit lentc[N + 1];
 #endif
 
 /* M1, checked wherever L's bucket is dropped.  Between bucket holds only
@@ -543,6 +591,27 @@ inline cdeq(t) {
 	}
 }
 
+/* plk_wakers_update, under bc: c's queue lends to its waker while
+ * someone is queued, unless the waker waits on c too. */
+inline cupdate() {
+	d_step {
+		assert(bc == me);
+		lentc[1] = (waker == 1 && cql > 0 && !oncq[1]);
+		lentc[2] = (waker == 2 && cql > 0 && !oncq[2]);
+		lentc[3] = (waker == 3 && cql > 0 && !oncq[3])
+	}
+}
+
+/* K1, checked wherever c's bucket is dropped: exactly the eligible
+ * waker is lent to while someone waits, nobody once the queue is empty
+ * (so a condvar freed after a broadcast has no lend left). */
+#define LENT_OK(t)	(lentc[t] == (waker == t && cql > 0 && !oncq[t]))
+#define K1	(LENT_OK(1) && LENT_OK(2) && LENT_OK(3))
+inline cunlock() {
+	CHECK(K1, "violated: K1: a lend through c does not match its waiters\n");
+	bc = 0
+}
+
 #ifdef BROKEN_COND_STALE
 #define BOUND	1		/* trusts c->__mutex: the old move_to_mutex */
 #else
@@ -597,9 +666,22 @@ inline cond_wake(all) {
 		:: else -> break
 		od;
 		n = 0; t = 0;
-		bc = 0;
+		waker = me;	/* plk_wakers_note */
+#ifndef BROKEN_WAKERS_WAKE
+		cupdate();
+#endif
+		cunlock();
 		unlock_l()
 	fi
+}
+
+/* cond_leave's update (BROKEN_WAKERS_LEAVE: none). */
+inline cleave_update() {
+#ifndef BROKEN_WAKERS_LEAVE
+	cupdate()
+#else
+	skip
+#endif
 }
 
 /* mutex_take: retake L after a wait that ended in park state st. */
@@ -617,7 +699,8 @@ inline mutex_take() {
 inline cond_wait(timed, cancellable) {
 	bucket_lock(bc);
 	cenq(me);
-	bc = 0;
+	cupdate();
+	cunlock();
 	mutex_unlock();
 	/* cond_sleep */
 	if
@@ -626,15 +709,15 @@ inline cond_wait(timed, cancellable) {
 		/* cond_timedout */
 		bucket_lock(bc);
 		if
-		:: oncq[me] -> cdeq(me); st = WAITING; bc = 0
-		:: else -> bc = 0; park[me] != WAITING; st = park[me]
+		:: oncq[me] -> cdeq(me); st = WAITING; cleave_update(); cunlock()
+		:: else -> cunlock(); park[me] != WAITING; st = park[me]
 		fi
 	:: cancellable ->
 		/* cond_wait_cancelled */
 		bucket_lock(bc);
 		if
-		:: oncq[me] -> cdeq(me); st = WAITING; bc = 0
-		:: else -> bc = 0; sig = 1;	/* a signal took us off */
+		:: oncq[me] -> cdeq(me); st = WAITING; cleave_update(); cunlock()
+		:: else -> cunlock(); sig = 1;	/* a signal took us off */
 			if
 			:: onq[me] ->
 				/* plk_mutex_abandon_wait */
@@ -653,10 +736,10 @@ inline cond_wait(timed, cancellable) {
 		sig = 0;
 		bucket_lock(bc);
 		if
-		:: cql > 0 -> t = cq[0]; cdeq(t); park[t] = WOKEN; t = 0
+		:: cql > 0 -> t = cq[0]; cdeq(t); park[t] = WOKEN; t = 0; cupdate()
 		:: else
 		fi;
-		bc = 0
+		cunlock()
 	:: else
 	fi
 #endif
@@ -731,6 +814,8 @@ active proctype monitor()
 	CHECK(!(word == 0 && ql > 0), "violated: lost wake-up: L is free, a waiter sleeps on its queue\n");
 #ifdef COND
 	CHECK(!(avail > 0 && cql > 0), "violated: lost signal: an item is ready, a consumer sleeps on c\n");
+	CHECK(done != N || !(lentc[1] || lentc[2] || lentc[3]),
+	      "violated: K1: a lend through c outlives every wait\n");
 #endif
 #ifdef APPLY
 	/* Final agreement: a thread whose token is free has the latest

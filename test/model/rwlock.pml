@@ -1,7 +1,7 @@
 /*
  * rwlock.pml - SPIN model of the proxylock rwlock (lib/rwlock.c,
  * lib/rwlockword.h, lib/rdset.h), included by proxylock.pml under
- * -DRWLOCK; docs/design.md, "The protocol model", maps each inline to
+ * -DRWLOCK; the header of proxylock.pml maps each inline to
  * the code.  One rwlock, one bucket; threads 1..RW_WRITERS are writers
  * (RW_WROUNDS locks each), the rest readers (RW_ROUNDS rounds each).
  * Each thread is chosen at its start to make timed calls (a deadline may

@@ -70,8 +70,8 @@ static int fork_child_stays_idle(void)
 	return 0;
 }
 
-/* Issue 18: after contention the interposer (liburcu's hash table with
- * PROXYLOCK_STATS=1) once had a thread of its own, recreated in every
+/* Issue 18: after contention the interposer (a liburcu hash table with
+ * PROXYLOCK_STATS=1, since replaced) once had a thread of its own, recreated in every
  * fork child, where it spun. */
 START_TEST(contention_leaves_no_extra_thread_and_a_fork_child_sleeps_without_cpu)
 {

@@ -13,8 +13,8 @@
  *       lock, and after contention one forked by a thread that never took
  *       a lock, cap their address space (RLIMIT_AS) at what is mapped and
  *       call exit(): each must end with status 0, not SIGABRT from an
- *       exit-time report that wants memory (a stdio buffer, liburcu's
- *       per-thread slot, which it aborts without).
+ *       exit-time report that wants memory (a stdio buffer, or a
+ *       per-thread slot an RCU library aborts without).
  *   exit_paths rlimit-exit   the process caps its address space before
  *       it takes any lock, then takes MANY distinct ones and calls exit():
  *       status 0; with stats on, those past the rows mapped at start go

@@ -4,8 +4,9 @@
 # /boot/config-* or /proc/config.gz, or PLK_EXPECT_UCLAMP=yes|no); the
 # CPU capacity lines; and, unprivileged (setpriv to nobody, no
 # capabilities, RLIMIT_NICE and RLIMIT_RTPRIO 0), nice and rt refused
-# with the limit named.  The tool itself fails (1) if its probe and the
-# library's disagree.
+# with the limit named; in a user namespace of its own, nice and rt
+# refused with the namespace named.  The tool itself fails (1) if a fresh
+# probe and the library's cached one disagree.
 #   usage: caps.sh PROXYLOCK
 set -u
 tool=$1
@@ -44,6 +45,23 @@ no)	grep -Eq '^uclamp: +no +.*(CONFIG_UCLAMP_TASK|older than).*returned E[A-Z0-9
 		echo "ok - uclamp: a verdict (no kernel config readable here to check it against)" ||
 		no "uclamp verdict without reason" ;;
 esac
+
+# In a user namespace of its own, CAP_SYS_NICE is in the effective set
+# but the kernel does not honour it: the tool says so, as the library's
+# probe does (one probe: they cannot disagree).
+if command -v unshare >/dev/null && command -v prlimit >/dev/null &&
+	prlimit --nice=0 --rtprio=0 unshare -U -r true 2>/dev/null; then
+	prlimit --nice=0 --rtprio=0 unshare -U -r "$tool" caps >"$d/userns" 2>"$d/userns.err"
+	rc=$?
+	cat "$d/userns" "$d/userns.err"
+	grep -Eq '^nice: +no +.*outside the initial user namespace' "$d/userns" &&
+		grep -Eq '^rt: +no +.*outside the initial user namespace' "$d/userns" &&
+		[ ! -s "$d/userns.err" ] && [ "$rc" -le 1 ] &&
+		echo "ok - in a user namespace: nice and rt refused, the namespace named; the probes agree" ||
+		no "in a user namespace: status $rc, $(grep ^nice "$d/userns") $(cat "$d/userns.err")"
+else
+	echo "# no unprivileged user namespace here: that check is left out"
+fi
 
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && command -v prlimit >/dev/null; then
 	cp "$tool" "$d/proxylock" && chmod 755 "$d" "$d/proxylock"

@@ -3,7 +3,9 @@
 # row (timed and clock waits as contended, condvar re-acquisitions as
 # acquisitions), hold times are there for each (an rwlock's by write and
 # read), a recursive mutex's hold is one hold, and the totals are the
-# sums of the rows.  stats_kinds.c says which lock is which.
+# sums of the rows; and a semaphore's waits for work that lent to its
+# poster are in totals.lent_to_wakers (issue 31's counter, in issue 34's
+# report).  stats_kinds.c says which lock is which.
 #   usage: stats-kinds.sh PROXYLOCK STATS-KINDS-PROGRAM
 set -eu
 tool=$1 prog=$2
@@ -14,6 +16,7 @@ python3 - "$d/r.json" "$d/names" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 names = dict(l.split() for l in open(sys.argv[2]))
+sem_ran = names.pop("sem-lends") == "1"
 locks = {int(l["address"], 16): l for l in r["locks"]}
 lock = {n: locks.get(int(a, 16)) for n, a in names.items()}
 fail = []
@@ -56,7 +59,15 @@ rows = [l for l in r["locks"] if l["type"] != "condvar"]
 for k in ("contended", "acquisitions", "wait_ns", "held_ns", "donations"):
     s = sum(l.get(k, 0) for l in rows)
     check(t.get(k) == s, "totals.%s is %s, the rows add up to %d" % (k, t.get(k), s))
+w = t.get("lent_to_wakers")
+check(isinstance(w, dict) and isinstance(w.get("condvar"), int) and isinstance(w.get("semaphore"), int),
+      "totals.lent_to_wakers is %r: want {condvar: N, semaphore: N}" % (w,))
+if sem_ran and isinstance(w, dict):
+    check(w.get("semaphore", 0) >= 1,
+          "totals.lent_to_wakers.semaphore is %s after 10 waits for a poster at nice +10 on "
+          "another CPU: want >= 1" % w.get("semaphore"))
 if fail:
     sys.exit("not ok - " + "\n  ".join(fail))
-print("ok - timed and clock waits counted, hold times for every kind, totals = sums of rows")
+print("ok - timed and clock waits counted, hold times for every kind, totals = sums of rows, "
+      "semaphore lends %s" % ("counted" if sem_ran else "not tried (one CPU, or nice > 9)"))
 PY

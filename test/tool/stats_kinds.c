@@ -9,10 +9,21 @@
  *   cond   held 5 ms after each condvar wait's re-acquisition
  *   rw     an rwlock: writes held 2 ms, reads held 3 ms
  *   rec    a recursive mutex taken twice per hold: one hold each time
+ * and, last, a semaphore's waits for work: a thread at nice 0 on CPU 0
+ * waits for one at nice 10 on CPU 1 to post, 10 times, each post made
+ * while the waiter sleeps; from the second wait on, the wait lends the
+ * poster its CPU (issue 31), which the report's lent_to_wakers counts.  "sem-lends 1" says it ran (two CPUs
+ * to pin to, and a nice 10 above the program's).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +124,72 @@ static void *reader(void *arg)
 	return NULL;
 }
 
+static sem_t sem;
+static int poster_nice;
+static pid_t sem_waiter;
+
+/* Whether thread @tid sleeps, by the kernel's view (/proc: state S). */
+static int asleep(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	int yes = 0;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	if ((f = fopen(path, "r"))) {
+		if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+			yes = p[1] == ' ' && p[2] == 'S';
+		fclose(f);
+	}
+	return yes;
+}
+
+/* Pin the calling thread to @cpu; false if it cannot be. */
+static int pin(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	return pthread_setaffinity_np(pthread_self(), sizeof(s), &s) == 0;
+}
+
+static void *poster(void *arg)
+{
+	(void)arg;
+	pin(1);
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), poster_nice);
+	for (int i = 0; i < 10; i++) {
+		/* Post to a waiter asleep in sem_wait (its only sleep), so
+		 * that each post finds it there; 5 s at most. */
+		for (int n = 0; n < 50000 && !asleep(sem_waiter); n++)
+			usleep(100);
+		sem_post(&sem);
+	}
+	return NULL;
+}
+
+/* The semaphore phase; 1 if it ran, 0 if this machine cannot. */
+static int sem_rounds(void)
+{
+	pthread_t t;
+	int nice;
+
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, 0);
+	if (errno || nice > 9 || sysconf(_SC_NPROCESSORS_ONLN) < 2 || !pin(0) || !pin(1) || !pin(0))
+		return 0;
+	poster_nice = nice + 10;
+	sem_waiter = (pid_t)syscall(SYS_gettid);
+	sem_init(&sem, 0, 0);
+	pthread_create(&t, NULL, poster, NULL);
+	for (int i = 0; i < 10; i++)
+		sem_wait(&sem);
+	pthread_join(t, NULL);
+	sem_destroy(&sem);
+	return 1;
+}
+
 int main(void)
 {
 	pthread_mutexattr_t a;
@@ -166,5 +243,7 @@ int main(void)
 		pthread_mutex_unlock(&rec);
 		pthread_mutex_unlock(&rec);
 	}
+
+	printf("sem-lends %d\n", sem_rounds());
 	return 0;
 }

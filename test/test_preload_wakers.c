@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_preload_wakers.c - plain pthread code and POSIX semaphores under
+ * the LD_PRELOAD interposer (meson sets LD_PRELOAD): a thread waiting on
+ * a semaphore or a condvar lends to the thread that posted or signalled
+ * it before, until its wait ends, checked against the kernel's view.
+ * Not linked with libproxylock (it reads the counters through dlsym).
+ * Needs 2 CPUs and root (to lower nice).
+ */
+#include <dlfcn.h>
+#include <semaphore.h>
+
+#include "helpers.h"
+
+/* A worker thread at nice @nice that runs the function posted to it. */
+struct worker {
+	pthread_t th;
+	pid_t tid;
+	int nice;
+	int (*fn)(void *);
+	void *arg;
+	int busy, rc, ready;
+};
+
+/* Posted to a worker: it returns. */
+static int worker_exit(void *arg)
+{
+	return arg != NULL;
+}
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+
+	w->tid = gettid_();
+	set_nice_self(w->nice);
+	__atomic_store_n(&w->ready, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		int (*fn)(void *);
+
+		while (!(fn = __atomic_load_n(&w->fn, __ATOMIC_ACQUIRE)))
+			usleep(100);
+		if (fn == worker_exit)
+			return NULL;
+		w->rc = fn(w->arg);
+		__atomic_store_n(&w->fn, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+	}
+}
+
+static void worker_start(struct worker *w, int nice)
+{
+	memset(w, 0, sizeof(*w));
+	w->nice = nice;
+	ck_assert_int_eq(pthread_create(&w->th, NULL, worker_main, w), 0);
+	while (!__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE))
+		usleep(100);
+}
+
+static void worker_post(struct worker *w, int (*fn)(void *), void *arg)
+{
+	w->arg = arg;
+	__atomic_store_n(&w->busy, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->fn, fn, __ATOMIC_RELEASE);
+}
+
+static int worker_wait(struct worker *w)
+{
+	ck_assert_msg(eventually(!__atomic_load_n(&w->busy, __ATOMIC_ACQUIRE), bound_ms(5000)),
+	              "worker %d stuck", w->tid);
+	return w->rc;
+}
+
+static void worker_quit(struct worker *w)
+{
+	worker_post(w, worker_exit, NULL);
+	pthread_join(w->th, NULL);
+}
+
+static void require_root_two_cpus(void)
+{
+	ck_assert_msg(dlsym(RTLD_DEFAULT, "proxylock_caps"), "run me with LD_PRELOAD=libproxylock-preload.so");
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	ck_assert_msg(geteuid() == 0, "needs root (to lower nice)");
+}
+
+/* --- semaphores ------------------------------------------------------ */
+
+static sem_t sem;
+static long sem_timeout_ns;
+
+static int sem_waits(void *arg)
+{
+	struct timespec dl = abstime_in(CLOCK_MONOTONIC, sem_timeout_ns);
+
+	(void)arg;
+	if (sem_timeout_ns)
+		return sem_clockwait(&sem, CLOCK_MONOTONIC, &dl) ? errno : 0;
+	return sem_wait(&sem) ? errno : 0;
+}
+
+static int sem_posts(void *arg)
+{
+	(void)arg;
+	return sem_post(&sem);
+}
+
+/* glibc's count of threads asleep on @s (the upper half of its 64-bit
+ * value word); a thread counts itself in only once our wrapper has
+ * registered it. */
+static uint32_t sem_sleepers(sem_t *s)
+{
+	return (uint32_t)(__atomic_load_n((uint64_t *)s, __ATOMIC_ACQUIRE) >> 32);
+}
+
+/* @w waits on sem, asleep in glibc. */
+static void sem_block(struct worker *w)
+{
+	worker_post(w, sem_waits, NULL);
+	ck_assert(eventually(sem_sleepers(&sem) == 1 && thread_sleeping(w->tid), bound_ms(2000)));
+}
+
+static void sem_scene(struct worker *w, struct worker *p)
+{
+	require_root_two_cpus();
+	ck_assert_int_eq(sem_init(&sem, 0, 0), 0);
+	sem_timeout_ns = 0;
+	worker_start(w, 0);
+	worker_start(p, 19);
+	sem_block(w);  /* p's post teaches: p is a poster of sem */
+	worker_post(p, sem_posts, NULL);
+	ck_assert_int_eq(worker_wait(p), 0);
+	ck_assert_int_eq(worker_wait(w), 0);
+}
+
+START_TEST(a_semaphore_waiter_lends_to_its_poster_until_its_wait_ends)
+{
+	struct worker w, p;
+
+	sem_scene(&w, &p);
+	sem_block(&w);
+	ck_assert_msg(eventually(nice_of(p.tid) == 0, bound_ms(2000)),
+	              "the poster is at nice %d while its nice-0 waiter sleeps", nice_of(p.tid));
+	worker_post(&p, sem_posts, NULL);
+	ck_assert_int_eq(worker_wait(&p), 0);
+	ck_assert_int_eq(worker_wait(&w), 0);
+	ck_assert_msg(eventually(nice_of(p.tid) == 19, bound_ms(2000)),
+	              "the poster stays at nice %d after the wait", nice_of(p.tid));
+	worker_quit(&w);
+	worker_quit(&p);
+	ck_assert_int_eq(sem_destroy(&sem), 0);
+}
+END_TEST
+
+START_TEST(a_semaphore_wait_that_times_out_withdraws_its_lend)
+{
+	struct worker w, p;
+
+	sem_scene(&w, &p);
+	sem_timeout_ns = 300 * 1000 * 1000;
+	sem_block(&w);
+	ck_assert_msg(eventually(nice_of(p.tid) == 0, bound_ms(2000)), "poster at nice %d",
+	              nice_of(p.tid));
+	ck_assert_int_eq(worker_wait(&w), ETIMEDOUT);
+	ck_assert_msg(nice_of(p.tid) == 19, "poster still at nice %d after the timeout",
+	              nice_of(p.tid));
+	worker_quit(&w);
+	worker_quit(&p);
+	ck_assert_int_eq(sem_destroy(&sem), 0);
+}
+END_TEST
+
+START_TEST(a_semaphore_that_can_be_taken_lends_nothing)
+{
+	struct worker w, p;
+
+	sem_scene(&w, &p);
+	ck_assert_int_eq(sem_post(&sem), 0);
+	worker_post(&w, sem_waits, NULL);  /* takes it at once */
+	ck_assert_int_eq(worker_wait(&w), 0);
+	ck_assert_int_eq(nice_of(p.tid), 19);
+	worker_quit(&w);
+	worker_quit(&p);
+	ck_assert_int_eq(sem_destroy(&sem), 0);
+}
+END_TEST
+
+/* --- condvars -------------------------------------------------------- */
+
+static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cc = PTHREAD_COND_INITIALIZER;
+
+static int cond_waits(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cm);
+	int rc = pthread_cond_wait(&cc, &cm);
+
+	pthread_mutex_unlock(&cm);
+	return rc;
+}
+
+static int cond_signals(void *arg)
+{
+	(void)arg;
+	return pthread_cond_signal(&cc);
+}
+
+static void cond_block(struct worker *w)
+{
+	worker_post(w, cond_waits, NULL);
+	ck_assert(eventually(((proxylock_cond_t *)&cc)->__waiters == 1 && thread_sleeping(w->tid),
+	                     bound_ms(2000)));
+}
+
+static void cond_round(struct worker *w, struct worker *s)
+{
+	cond_block(w);
+	worker_post(s, cond_signals, NULL);
+	ck_assert_int_eq(worker_wait(s), 0);
+	ck_assert_int_eq(worker_wait(w), 0);
+}
+
+START_TEST(a_pthread_condvar_waiter_lends_to_its_signaller)
+{
+	struct worker w, s;
+
+	require_root_two_cpus();
+	worker_start(&w, 0);
+	worker_start(&s, 19);
+	cond_round(&w, &s);  /* teaches */
+	cond_block(&w);
+	ck_assert_msg(eventually(nice_of(s.tid) == 0, bound_ms(2000)),
+	              "the signaller is at nice %d while its nice-0 waiter sleeps", nice_of(s.tid));
+	worker_post(&s, cond_signals, NULL);
+	ck_assert_int_eq(worker_wait(&s), 0);
+	ck_assert_int_eq(nice_of(s.tid), 19);
+	ck_assert_int_eq(worker_wait(&w), 0);
+	worker_quit(&w);
+	worker_quit(&s);
+}
+END_TEST
+
+/* Scheduler calls made so far, through the interposer's counters. */
+static uint64_t sched_calls(void)
+{
+	void (*get)(struct proxylock_stats *);
+	void *p = dlsym(RTLD_DEFAULT, "proxylock_stats_get");
+	struct proxylock_stats st;
+
+	ck_assert_ptr_nonnull(p);
+	memcpy(&get, &p, sizeof(p));
+	get(&st);
+	return st.setattr_calls + st.setaff_calls;
+}
+
+START_TEST(semaphore_and_condvar_waits_between_equals_make_no_scheduler_call)
+{
+	struct worker w, p;
+	uint64_t calls;
+
+	require_root_two_cpus();
+	ck_assert_int_eq(sem_init(&sem, 0, 0), 0);
+	sem_timeout_ns = 0;
+	worker_start(&w, 0);
+	worker_start(&p, 0);
+	calls = sched_calls();
+	for (int round = 0; round < 20; round++) {
+		sem_block(&w);
+		worker_post(&p, sem_posts, NULL);
+		ck_assert_int_eq(worker_wait(&p), 0);
+		ck_assert_int_eq(worker_wait(&w), 0);
+		cond_round(&w, &p);
+	}
+	ck_assert_msg(sched_calls() == calls, "%lu scheduler calls for 40 waits between equals",
+	              (unsigned long)(sched_calls() - calls));
+	worker_quit(&w);
+	worker_quit(&p);
+	ck_assert_int_eq(sem_destroy(&sem), 0);
+}
+END_TEST
+
+static Suite *preload_wakers_suite(void)
+{
+	Suite *s = suite_create("preload-wakers");
+	TCase *tc = tcase_create("wakers");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_semaphore_waiter_lends_to_its_poster_until_its_wait_ends);
+	tcase_add_test(tc, a_semaphore_wait_that_times_out_withdraws_its_lend);
+	tcase_add_test(tc, a_semaphore_that_can_be_taken_lends_nothing);
+	tcase_add_test(tc, a_pthread_condvar_waiter_lends_to_its_signaller);
+	tcase_add_test(tc, semaphore_and_condvar_waits_between_equals_make_no_scheduler_call);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+PLK_TEST_MAIN(preload_wakers_suite)
