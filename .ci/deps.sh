@@ -9,7 +9,7 @@ plk_deps="gcc g++ make meson ninja-build pkg-config liburcu-dev libnuma-dev chec
   libabsl-dev
   qemu-system-x86 linux-source-6.12 flex bison bc libelf-dev cpio gzip xz-utils"
 # The demos (examples/run-demo, run-preload-demo) need only the library's
-# build: no test framework, guests or benchmarks (build-demo, -Dtests=false).
+# build: no test framework, guests or benchmarks (build-demo, -Dtests=disabled).
 plk_demo_deps="gcc meson ninja-build pkg-config liburcu-dev libnuma-dev"
 # Only test/check-debian.sh (the Debian packages, from .ci/run) needs these.
 plk_pkg_deps="dpkg-dev debhelper fakeroot lintian"

@@ -9,10 +9,17 @@
  * backtrace() would dlopen libgcc_s at its first call, from inside a lock
  * call, and dlopen allocates and takes the loader's lock.  So libgcc_s is
  * loaded here, at load (the interposer's constructor may allocate), and
- * the lock paths only call into it.  The unwinder allocates nothing; it
- * finds each frame's unwind table through dl_iterate_phdr, whose lock
- * (dl_load_write_lock) is held only around changes of the list of loaded
- * objects, never around code of the program's.  Frame pointers are not
+ * the lock paths only call into it.  The unwinder finds each frame's
+ * unwind table through dl_iterate_phdr, whose lock (dl_load_write_lock)
+ * is held only around changes of the list of loaded objects, never around
+ * code of the program's; it allocates nothing and takes no lock of the
+ * program's unless frames were registered with __register_frame* (JITs):
+ * then it takes its own object_mutex (a pthread mutex, so ours) and
+ * mallocs at its first search.  A lock taken from inside libgcc_s itself
+ * (that object_mutex) gets its first frame only, never a walk: the walk
+ * would take object_mutex again inside the unwinder that holds it.  A
+ * process with registered frames, stats on, may still allocate on a lock
+ * path at a lock's first contention (docs/design.md, Known limits).  Frame pointers are not
  * used: Debian builds without them, and a walk through %rbp there reads
  * whatever the register holds.  The walk stops after PLK_SITE_FRAMES + 8
  * frames, whatever it found: bounded work.  It is taken once per lock
@@ -43,17 +50,44 @@
 static _Unwind_Reason_Code (*unwind_backtrace_fn)(_Unwind_Trace_Fn, void *);
 static _Unwind_Ptr (*unwind_get_ip)(struct _Unwind_Context *);
 static bool unwind_ready;  /* both set (release) */
+/* libgcc_s's loaded segments: a lock taken from there is one of the
+ * unwinder's own (object_mutex, held around its search of registered
+ * frames), which our walk would take again inside it. */
+static uintptr_t libgcc_lo, libgcc_hi;
+
+static int find_segments(struct dl_phdr_info *info, size_t size, void *base)
+{
+	(void)size;
+	if (info->dlpi_addr != (ElfW(Addr))(uintptr_t)base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+
+		if (ph->p_type != PT_LOAD)
+			continue;
+		if (!libgcc_lo || lo < libgcc_lo)
+			libgcc_lo = lo;
+		if (hi > libgcc_hi)
+			libgcc_hi = hi;
+	}
+	return 1;
+}
 
 void plk_callsite_init(void)
 {
 	void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
 	void *bt, *ip;
+	Dl_info where;
 
 	if (!h)
 		return;  /* the first frame only */
 	bt = dlsym(h, "_Unwind_Backtrace");
 	ip = dlsym(h, "_Unwind_GetIP");
-	if (!bt || !ip)
+	if (!bt || !ip || !dladdr(bt, &where))
+		return;
+	dl_iterate_phdr(find_segments, where.dli_fbase);
+	if (!libgcc_hi)
 		return;
 	/* POSIX makes dlsym's object pointer a function pointer. */
 	memcpy(&unwind_get_ip, &ip, sizeof(ip));
@@ -92,7 +126,7 @@ void plk_site_take(struct plk_site *s, uintptr_t ra)
 	    !__atomic_compare_exchange_n(&s->claimed, &unclaimed, 1, 0, __ATOMIC_RELAXED,
 	                                 __ATOMIC_RELAXED))
 		return;
-	if (__atomic_load_n(&unwind_ready, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&unwind_ready, __ATOMIC_ACQUIRE) && (ra < libgcc_lo || ra >= libgcc_hi))
 		unwind_backtrace_fn(walk_step, &w);
 	for (int i = 0; i < PLK_SITE_FRAMES; i++)
 		__atomic_store_n(&s->pc[i], i < w.n ? pc[i] : 0, __ATOMIC_RELAXED);

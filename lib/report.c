@@ -73,6 +73,7 @@
 #include "observe.h"
 #include "proxylock.h"
 #include "report.h"
+#include "schedctl.h"
 
 #define PLK_EXPORT __attribute__((visibility("default")))
 #define FALLBACK_ROWS 10   /* rows kept on the stack when no scratch can be mapped */
@@ -115,6 +116,21 @@ static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, .
 			return;
 		off += (size_t)w;
 	}
+}
+
+/* What is lent, as a report made @why may say it: -1 if the probe has
+ * not run and the report comes from a signal handler, which never runs
+ * it (the signal may have interrupted it on its own thread, whose
+ * pthread_once would wait for itself); at exit it is run if need be. */
+static long lent_kinds(enum why why)
+{
+	unsigned caps, want = plk_config()->donate;
+
+	if (!want || why == AT_EXIT)
+		return want ? (long)proxylock_donate_kinds() : 0;
+	if (!plk_sched_caps_if_probed(&caps))
+		return -1;
+	return (long)(caps & want);
 }
 
 /* @ns as milliseconds with three decimals, rounded, in integers (no
@@ -327,7 +343,10 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	why_str(why, sig, when, sizeof(when));
 	say(fd, "proxylock: report of %s (pid %d), %s\n", program_invocation_name, (int)getpid(),
 	    when);
-	kinds_name(proxylock_donate_kinds(), kinds, sizeof(kinds));
+	if (lent_kinds(why) < 0)
+		snprintf(kinds, sizeof(kinds), "(not probed yet)");
+	else
+		kinds_name((unsigned)lent_kinds(why), kinds, sizeof(kinds));
 	say(fd, "proxylock: interposer active: %zu mutexes, %zu rwlocks and %zu condvars "
 	    "seen, %zu mutexes and %zu rwlocks contended; lending %s\n", t.mutex, t.rwlock, t.cond,
 	    t.mutex_contended, t.rwlock_contended, kinds);
@@ -567,7 +586,10 @@ static void report_json(int fd, enum why why, int sig)
 	say(fd, "{\n  \"version\": 2,\n  \"pid\": %d,\n  \"program\": ", (int)getpid());
 	json_string(fd, program_invocation_name);
 	say(fd, ",\n  \"when\": \"%s\",\n  \"lending\": ", when);
-	json_kinds(fd, proxylock_donate_kinds());
+	if (lent_kinds(why) < 0)
+		say(fd, "null");
+	else
+		json_kinds(fd, (unsigned)lent_kinds(why));
 	say(fd, ",\n  \"sorted_by\": \"%s\",\n  \"mutexes_seen\": %zu,\n  \"condvars_seen\": %zu,\n"
 	    "  \"mutexes_contended\": %zu,\n  \"rwlocks_seen\": %zu,\n"
 	    "  \"rwlocks_contended\": %zu,\n  \"truncated\": %s,\n", sort_names[c->stats_sort],
@@ -777,6 +799,14 @@ static void ending_handler(int sig)
 	errno = saved;
 }
 
+/* Is a SIGPIPE pending for this thread or the process? */
+static bool sigpipe_pending(void)
+{
+	sigset_t pending;
+
+	return sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+}
+
 /* The request signal: to the requester's pipe, if it queued the signal
  * with its PID and the pipe's descriptor (proxylock report), else the
  * text on the copy of stderr. */
@@ -785,14 +815,18 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	unsigned v = (unsigned)si->si_value.sival_int;
 	char path[64];
 	int saved = errno, fd = -1;
+	bool pipe_was_pending;
 
 	(void)uc;
 	if (__atomic_exchange_n(&reporting, 1, __ATOMIC_ACQUIRE))
 		return;  /* one is being written (or the last, at exit) */
 	if (si->si_code == SI_QUEUE && si->si_pid > 0 && (v >> 10) == (unsigned)si->si_pid) {
 		snprintf(path, sizeof(path), "/proc/%d/fd/%u", (int)si->si_pid, v & 511);
-		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		/* Non-blocking: a requester that stops reading (| head, ^Z)
+		 * costs us the rest of the report, never a thread stuck here. */
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	}
+	pipe_was_pending = sigpipe_pending();
 	if (fd >= 0 && (v & 512)) {
 		report_json(fd, ON_REQUEST, sig);
 	} else {
@@ -801,6 +835,17 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	if (fd >= 0) {
 		say(fd, END_MARK);
 		close(fd);
+	}
+	/* A requester gone mid-report left a SIGPIPE for this thread
+	 * (pending: every signal is blocked here): it is ours, not the
+	 * program's, and must not end the program when we return. */
+	if (!pipe_was_pending && sigpipe_pending()) {
+		sigset_t pipe_only;
+		struct timespec now = { 0, 0 };
+
+		sigemptyset(&pipe_only);
+		sigaddset(&pipe_only, SIGPIPE);
+		(void)sigtimedwait(&pipe_only, NULL, &now);
 	}
 	__atomic_store_n(&reporting, 0, __ATOMIC_RELEASE);
 	errno = saved;

@@ -438,6 +438,14 @@ void plk_sched_probe_places(void)
 	places_wait();
 }
 
+bool plk_sched_caps_if_probed(unsigned *out)
+{
+	if (!__atomic_load_n(&caps_ready, __ATOMIC_ACQUIRE))
+		return false;
+	*out = caps_cached;
+	return true;
+}
+
 unsigned plk_sched_caps(void)
 {
 	/* The places too: callers count on one call, made before their

@@ -82,6 +82,13 @@ static inline bool plk_sched_is_rt(uint32_t policy)
  */
 PLK_HIDDEN unsigned plk_sched_caps(void);
 
+/**
+ * plk_sched_caps_if_probed - plk_sched_caps' answer into *@out if the
+ * probe has run, else false: never runs it (a signal handler's, which
+ * may have interrupted the probe's pthread_once on its own thread).
+ */
+PLK_HIDDEN bool plk_sched_caps_if_probed(unsigned *out);
+
 /* The probe's verdict on one kind, and why. */
 struct plk_cap_verdict {
 	bool ok;
