@@ -20,7 +20,11 @@
  *     waker is lent, by lend.c's rule (only what raises it), so equals
  *     make no scheduler call; lends are keyed by the object's queue
  *     key, so chains carry on from a waker blocked on a lock, condvar or
- *     semaphore (chain.c), and from a waiter lent to while it waits.
+ *     semaphore (chain.c), and from a waiter lent to by its locks or
+ *     explicit lends while it waits, but not by other waits for work
+ *     (plk_donate_fold_for_wakers: wakers may wait for each other
+ *     without a deadlock, and a lend passed round such a cycle would
+ *     keep itself for ever).
  *
  * Invariants, under the bucket lock of the object's queue key:
  *  K1  The engine holds an entry keyed @key for thread T only if T is
