@@ -106,7 +106,10 @@ static void *cond_key(proxylock_cond_t *c)
 /* A condvar the public calls accept: initialised (or zero) and not destroyed. */
 static bool cond_valid(const proxylock_cond_t *c)
 {
-	return c && (c->__flags & ~PLK_COND_MONOTONIC) == 0;
+	/* Relaxed: a check of the caller's own object, which a destroy right
+	 * after a broadcast may write while a woken waiter is still on its
+	 * way out (ordered by the bucket lock, which TSan does not see). */
+	return c && (__atomic_load_n(&c->__flags, __ATOMIC_RELAXED) & ~PLK_COND_MONOTONIC) == 0;
 }
 
 int proxylock_cond_init(proxylock_cond_t *c, clockid_t clock)
@@ -126,7 +129,7 @@ int proxylock_cond_destroy(proxylock_cond_t *c)
 		return EINVAL;
 	if (__atomic_load_n(&c->__waiters, __ATOMIC_ACQUIRE))
 		return EBUSY;
-	c->__flags |= PLK_COND_DESTROYED;
+	__atomic_store_n(&c->__flags, c->__flags | PLK_COND_DESTROYED, __ATOMIC_RELAXED);
 	plk_cond_forget(c);
 	return 0;
 }
