@@ -253,28 +253,68 @@ START_TEST(a_cancelled_waiter_withdraws_its_lend)
 }
 END_TEST
 
+/* A condvar on the heap, its mutex elsewhere: the waiters still unlock
+ * the mutex after the condvar is freed. */
+struct heap_cv {
+	proxylock_cond_t *c;
+	proxylock_mutex_t m;
+};
+
+static int heap_wait(struct actor *a)
+{
+	struct heap_cv *v = a->arg;
+	int rc;
+
+	proxylock_mutex_lock(&v->m);
+	rc = proxylock_cond_wait(v->c, &v->m);
+	proxylock_mutex_unlock(&v->m);
+	return rc;
+}
+
+static int heap_signal(struct actor *a)
+{
+	return proxylock_cond_signal(((struct heap_cv *)a->arg)->c);
+}
+
 /* The broadcaster destroys and frees the condvar as soon as its
  * broadcast returns, as POSIX allows: nothing is lent through it any
  * more, and nothing touches it (ASan builds watch the memory). */
 static int broadcast_destroy_free(struct actor *a)
 {
-	struct cv *v = a->arg;
-	int rc = proxylock_cond_broadcast(&v->c);
+	struct heap_cv *v = a->arg;
+	int rc = proxylock_cond_broadcast(v->c);
 
-	ck_assert_int_eq(proxylock_cond_destroy(&v->c), 0);
-	free(v);
+	ck_assert_int_eq(proxylock_cond_destroy(v->c), 0);
+	free(v->c);
 	return rc;
+}
+
+static void heap_wait_on(struct actor *w, struct heap_cv *v)
+{
+	actor_call(w, heap_wait, v);
+	ck_assert(eventually(__atomic_load_n(&v->c->__waiters, __ATOMIC_ACQUIRE) == 1 &&
+	                     thread_sleeping(w->tid), bound_ms(2000)));
 }
 
 START_TEST(a_condvar_destroyed_and_freed_after_a_broadcast_leaves_no_lend)
 {
-	struct cv *v = calloc(1, sizeof(*v));
+	struct heap_cv v = { calloc(1, sizeof(proxylock_cond_t)), PROXYLOCK_MUTEX_INITIALIZER };
 	struct actor w, s;
 
-	scene_start(&w, &s, v);
-	wait_on(&w, v, 1);
+	require_nice_lending();
+	ck_assert_int_eq(proxylock_cond_init(v.c, CLOCK_REALTIME), 0);
+	actor_start(&w, 0, -1);
+	actor_start(&s, 19, -1);
+	heap_wait_on(&w, &v);  /* teach: s wakes the condvar's waiter once */
+	actor_call(&s, heap_signal, &v);
+	ck_assert_int_eq(actor_wait(&s), 0);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	heap_wait_on(&w, &v);
 	ck_assert_msg(RAISED(s.tid), "broadcaster at nice %d", nice_of(s.tid));
-	wake_restores(&s, broadcast_destroy_free, v);
+	actor_call(&s, broadcast_destroy_free, &v);
+	ck_assert_int_eq(actor_wait(&s), 0);
+	ck_assert_msg(kview_equal(&s.after, &s.base), "broadcaster at nice %d after its broadcast",
+	              s.after.nice);
 	ck_assert_int_eq(actor_wait(&w), 0);
 	actor_quit(&w);
 	actor_quit(&s);
