@@ -222,10 +222,10 @@ static double pairs_once(pid_t tid, const struct plk_sched_ctx *base,
 	for (long i = 0; i < n; i++) {
 		if (probed)
 			probe(tid);
-		plk_sched_apply(tid, &cur, lent);   /* lend */
+		plk_sched_apply(tid, &cur, lent, NULL);   /* lend */
 		if (probed)
 			probe(tid);
-		plk_sched_apply(tid, &cur, base);   /* restore */
+		plk_sched_apply(tid, &cur, base, NULL);   /* restore */
 	}
 	t1 = binv_now();
 	proxylock_stats_get(&b);

@@ -21,22 +21,40 @@
  * The apply token.  T.applier marks the one thread making sched calls
  * for T.  Every change of E(T) bumps T.gen under T's lock; the token is
  * taken and dropped under T's lock too, and is dropped only after the
- * holder saw T.applied_gen == T.gen there.  A thread whose bump finds
- * the token taken leaves: the holder sees the bump at its re-check and
- * applies it.  So calls for T never overlap, each installs a generation
- * no older than the one before, and no bump is left unapplied.  Lenders
- * never wait for the token.  Those that do, always with no internal lock
- * held: T's own unlock (I1), an application's scheduler call on T
- * (plk_donate_base_set), T's exit (registry.c: the record is retired only
- * with the token) and T's fork() (plk_donate_fork_prepare, which drops
- * it before returning).
+ * holder saw T.applied_gen == T.gen there.  Before each call the holder
+ * checks again, under T's lock, that the token is still its own and
+ * T.gen unchanged (call_gate), else it makes no more calls and starts
+ * over.  A thread whose bump finds the token taken leaves: the holder
+ * sees the bump at its gate or its re-check and applies it.  So each
+ * generation installed is no older than the one before, and no bump is
+ * left unapplied.  Lenders never wait for the token.  Those that do,
+ * always with no internal lock held: T's own unlock (I1), an
+ * application's scheduler call on T (plk_donate_base_set), T's exit
+ * (registry.c: the record is retired only with the token) and T's
+ * fork() (plk_donate_fork_prepare, which drops it before returning).
+ *
+ * Overtaking (docs/design.md, "Overtaking").  A holder restoring T may be
+ * T itself, sent by its own call among hogs at nice 19 and starved inside
+ * it.  So a lend (E(T) now above B(T)) that finds the holder making a
+ * restore's calls (T.call_lowers) takes the token over (T.token_epoch++);
+ * the holder's call in flight (T.call_out), if any, becomes an orphan
+ * (T.orphans) that may land before or after the new holder's calls, and
+ * T.applied is stale (T.view_stale) until a holder re-reads the kernel's
+ * view with no orphan out.  The last one out repairs: a holder drops the
+ * token with the view stale only while an orphan is out; an orphan back
+ * to a free token takes it.  Waiting for the token waits for no orphan
+ * out too.  Every field named here is under T's lock: the holder's gate
+ * (mark call_out, then read gen) and the lender's bump and overtake
+ * (write gen, then read call_out) are ordered by it, so one of the two
+ * sees the other; no atomic of their own.
  *
  * Invariants (stated and argued once, in docs/design.md, "Invariants
  * (donation)"; cited here by name):
  *  I1  a thread holding no lock with waiters, waking no waiting thread
  *      and lent to by no one is lent nothing, and its unlock returns
  *      with the kernel at its base
- *  I2  T.applied is what the kernel has; calls only for fields that differ
+ *  I2  T.applied is what the kernel has, unless T.view_stale; calls only
+ *      for fields that differ
  *  I3  no donation to a former owner
  *  I4  B(T) is read only by the token holder with nothing of ours in the
  *      kernel; nothing is lent to a dead TID
@@ -129,7 +147,7 @@ static int held_find(const struct plk_thread *t, const void *lock)
  */
 static void held_first(struct plk_thread *t)
 {
-	if (t->applier || !plk_sched_equal(&t->applied, &t->base))
+	if (t->applier || t->view_stale || !plk_sched_equal(&t->applied, &t->base))
 		return;
 	t->base_unverified = true;
 	t->base_check = true;
@@ -328,6 +346,29 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
 }
 
 /*
+ * The kernel's view of @tid, read for T's token holder with t->lock
+ * dropped around the calls (and *@ns, the time after).  False if the
+ * thread is gone: nothing is left to make agree (what is lent stays
+ * recorded until its locks withdraw it); the token is dropped and t
+ * unlocked.
+ */
+static bool holder_read(struct plk_thread *t, pid_t tid, struct plk_sched_ctx *now, uint64_t *ns)
+{
+	bool adopted = t->adopted, ok;
+
+	plk_ilock_unlock(&t->lock);
+	ok = (adopted || tid_is_ours(tid)) && plk_sched_read(tid, now) == 0;
+	*ns = plk_now_ns();
+	plk_ilock_lock(&t->lock);
+	if (!ok) {
+		t->applied_gen = t->gen;
+		t->base_check = false;
+		plk_thread_token_drop_unlock(t);
+	}
+	return ok;
+}
+
+/*
  * Re-read B(T) for the token holder (I4).  Called with t->lock held and
  * returns with it held; false if the record is no longer @tid's or the
  * thread is gone (then the token is dropped and t unlocked).
@@ -336,20 +377,9 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
 {
 	struct plk_sched_ctx now;
 	uint64_t ns;
-	bool ok;
 
-	plk_ilock_unlock(&t->lock);
-	ok = tid_is_ours(tid) && plk_sched_read(tid, &now) == 0;
-	ns = plk_now_ns();
-	plk_ilock_lock(&t->lock);
-	if (!ok) {
-		/* Gone: nothing to make agree.  What is lent stays recorded
-		 * until its locks withdraw it. */
-		t->applied_gen = t->gen;
-		t->base_check = false;
-		plk_thread_token_drop_unlock(t);
+	if (!holder_read(t, tid, &now, &ns))
 		return false;
-	}
 	t->base = now;
 	t->applied = now;
 	t->base_ns = ns;
@@ -370,17 +400,123 @@ static void fork_note_apply(pid_t tid)
 		__atomic_store_n(&fork_lent_late, true, __ATOMIC_SEQ_CST);
 }
 
+/* One holder's run of apply_locked, as its calls' gate sees it. */
+struct apply_run {
+	struct plk_thread *t;
+	uint64_t gen;     /* the generation being installed */
+	uint32_t epoch;   /* T.token_epoch while the token is ours */
+	bool out;         /* we marked a call in flight (T.call_out) */
+	bool lost;        /* a lender took the token over (Overtaking) */
+};
+
+/*
+ * Back from a call, or before the first: record what the kernel has now
+ * (@cur), unless the token was taken over meanwhile; then a call we had
+ * in flight was counted an orphan, and is counted off, and the view is
+ * stale (it may have landed after the new holder's calls or read).
+ * False if the token is no longer ours.  t->lock held.
+ */
+static bool call_back(struct apply_run *r, const struct plk_sched_ctx *cur)
+{
+	struct plk_thread *t = r->t;
+
+	if (r->lost)
+		return false;
+	if (t->token_epoch == r->epoch) {
+		t->applied = *cur;
+		t->call_out = false;
+		r->out = false;
+		return true;
+	}
+	r->lost = true;
+	if (r->out) {
+		t->orphans--;
+		t->view_stale = true;
+	}
+	return false;
+}
+
+/* The gate before each call (schedctl.h): the token still ours and no
+ * newer generation computed; then the call is in flight. */
+static bool call_gate(void *arg, const struct plk_sched_ctx *cur)
+{
+	struct apply_run *r = arg;
+	struct plk_thread *t = r->t;
+	bool open;
+
+	plk_ilock_lock(&t->lock);
+	open = call_back(r, cur) && t->gen == r->gen;
+	t->call_out = r->out = open;
+	plk_ilock_unlock(&t->lock);
+	return open;
+}
+
+/*
+ * A lend that finds the token taken by a holder making a restore's
+ * calls takes the token over (docs/design.md, "Overtaking"): the
+ * holder's call in flight, if any, becomes an orphan, and the kernel's
+ * view is stale until re-read.  t->lock held; true if the token is ours.
+ */
+static bool overtake(struct plk_thread *t)
+{
+	if (!t->call_lowers || t->nheld == 0 || plk_sched_equal(&t->eff, &t->base))
+		return false;
+	t->token_epoch++;
+	t->call_lowers = false;
+	if (t->call_out) {
+		t->call_out = false;
+		t->orphans++;
+		t->view_stale = true;
+	}
+	return true;
+}
+
+/*
+ * T.applied from the kernel, the view being stale (I2).  Not B(T): what
+ * the kernel has may be ours (I4).  It clears the mark only if no orphan
+ * was in flight when it began: one that lands later would make it stale
+ * again.  t->lock held on entry and on a true return; false if the
+ * thread is gone (then the token is dropped and t unlocked).
+ */
+static bool view_reread(struct plk_thread *t, pid_t tid)
+{
+	struct plk_sched_ctx now;
+	bool clean = t->orphans == 0;
+	uint64_t ns;
+
+	if (!holder_read(t, tid, &now, &ns))
+		return false;
+	t->applied = now;
+	if (clean)
+		t->view_stale = false;
+	return true;
+}
+
 /*
  * The token holder's loop: install E(T) until no newer generation is
  * left.  @now_ns: CLOCK_MONOTONIC, read before t->lock was taken.
- * t->lock held on entry; dropped on return.
+ * t->lock held on entry; dropped on return.  False if the token was
+ * taken over and is held by another (then what is due is its to apply;
+ * a caller that must see E(T) installed waits for the token again).
  */
-static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
+static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 {
+	struct apply_run r = { .t = t, .epoch = t->token_epoch };
+	struct plk_sched_gate gate = { call_gate, &r };
 	const void *seen_lock = NULL;
 	unsigned seen_kinds = 0;
+	bool reread = false;
 
 	for (;;) {
+		/* The stale view is re-read before any call, and again once
+		 * the last orphan is back. */
+		if (t->view_stale && (!reread || t->orphans == 0)) {
+			if (!view_reread(t, tid))
+				return true;
+			reread = true;
+			continue;
+		}
+
 		struct plk_sched_ctx want = t->eff, have = t->applied, before = t->applied;
 		const void *lock = t->lent_lock;
 		bool lent = t->nheld > 0;
@@ -391,7 +527,7 @@ static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		t->base_check = false;
 		if (t->base_unverified && (old || !plk_sched_equal(&want, &have))) {
 			if (!base_reread(t, tid))
-				return;
+				return true;
 			continue;
 		}
 		if (plk_sched_equal(&want, &have)) {
@@ -403,21 +539,39 @@ static void apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		bool adopted = t->adopted;
 
 		fork_note_apply(tid);
+		t->call_lowers = !lent;
+		r.gen = gen;
 		plk_ilock_unlock(&t->lock);
 		bool ours = adopted || tid_is_ours(tid);
 
-		if (ours && plk_sched_apply(tid, &have, &want)) {
+		if (ours && plk_sched_apply(tid, &have, &want, &gate)) {
 			seen_kinds = count_apply(lock, tid, lent, &before, &have);
 			seen_lock = lock;
 		}
 		plk_ilock_lock(&t->lock);
-		t->applied = have;
+		if (!call_back(&r, &have)) {
+			/* Taken over.  Back from an orphan with the token free,
+			 * we repair what it may have undone; else its holder
+			 * does (at its re-check, the view being stale). */
+			if (!plk_thread_token_take(t)) {
+				plk_ilock_unlock(&t->lock);
+				plk_observe_lent(seen_lock, seen_kinds);
+				return false;
+			}
+			r = (struct apply_run){ .t = t, .epoch = t->token_epoch };
+			reread = false;
+			continue;
+		}
+		t->call_lowers = false;
 		t->applied_gen = gen;
-		if (!ours || t->gen == gen)
+		if (!ours)
+			break;
+		if (t->gen == gen && !(t->view_stale && t->orphans == 0))
 			break;
 	}
 	plk_thread_token_drop_unlock(t);
 	plk_observe_lent(seen_lock, seen_kinds);
+	return true;
 }
 
 void plk_donate_apply(const struct plk_apply *a)
@@ -427,7 +581,7 @@ void plk_donate_apply(const struct plk_apply *a)
 
 	plk_ilock_lock(&t->lock);
 	if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != a->tid || !apply_due(t) ||
-	    !plk_thread_token_take(t)) {
+	    !(plk_thread_token_take(t) || overtake(t))) {
 		plk_ilock_unlock(&t->lock);  /* recycled, done, or the holder will */
 		return;
 	}
@@ -445,7 +599,7 @@ void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns)
 	 * view is B(self).  A copy read within @max_age_ns stands, unless it
 	 * says RT: a policy or priority changed since must never be lent
 	 * (I4). */
-	if (self->nheld == 0 && !apply_due(self) &&
+	if (self->nheld == 0 && !apply_due(self) && !self->view_stale &&
 	    (now_ns - self->base_ns >= max_age_ns || plk_sched_is_rt(self->base.policy)) &&
 	    plk_sched_equal(&self->applied, &self->base) && plk_thread_token_take(self)) {
 		self->base_unverified = true;
@@ -492,7 +646,8 @@ bool plk_donate_fork_prepare(struct plk_donate_fork_copy *copy)
 		return false;
 	copy->base = me->base;
 	copy->applied = me->applied;
-	__atomic_store_n(&fork_lent_late, false, __ATOMIC_RELAXED);
+	/* A stale view (Overtaking) is not known: the child reads the kernel. */
+	__atomic_store_n(&fork_lent_late, me->view_stale, __ATOMIC_RELAXED);
 	__atomic_store_n(&fork_watch_tid, (uint32_t)tid, __ATOMIC_RELAXED);  /* before the token drops */
 	apply_locked(me, tid, now_ns);  /* installs what is due, drops the token and the lock */
 	return true;
@@ -529,7 +684,7 @@ void plk_donate_fork_child(const struct plk_donate_fork_copy *copy)
 		want.umax = now.umax;
 		want.flags = now.flags;
 	}
-	plk_sched_apply(0, &now, &want);
+	plk_sched_apply(0, &now, &want, NULL);
 }
 
 /* --- the application sets its own context ---------------------------- */
@@ -584,7 +739,7 @@ bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void
 	 * While the copy is unverified nothing of ours is (no call is made
 	 * before it is re-read), so it is never answered: it may be stale,
 	 * or a new record's zeroes. */
-	lent = !t->base_unverified && !plk_sched_equal(&t->applied, &t->base);
+	lent = !t->base_unverified && (t->view_stale || !plk_sched_equal(&t->applied, &t->base));
 	if (lent) {
 		*out = t->base;
 	} else {
@@ -645,8 +800,10 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 	 * @self lends there changed too; the caller's flush walks on. */
 	if (changed && plk_blocked_key(self))
 		defer(self, tid, plk_blocked_key(self), 0);
-	if (plk_thread_token_wait(self, tid))
-		apply_locked(self, tid, now_ns);
+	/* Taken over by a lender (Overtaking): back for the token, and make
+	 * sure of what the lender left once it is ours. */
+	while (plk_thread_token_wait(self, tid) && !apply_locked(self, tid, now_ns))
+		plk_ilock_lock(&self->lock);
 }
 
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)
@@ -669,7 +826,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	ns = plk_now_ns();
 	plk_ilock_lock(&t->lock);
 	if (read) {
-		if (plk_sched_equal(&t->applied, &t->base) || t->base_unverified) {
+		if ((plk_sched_equal(&t->applied, &t->base) && !t->view_stale) || t->base_unverified) {
 			/* Nothing of ours in the kernel: it is all B(T). */
 			t->base = now;
 			t->base_unverified = false;

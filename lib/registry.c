@@ -552,7 +552,7 @@ void plk_thread_unlock(struct plk_thread *t)
 {
 	/* Not while a restore is due or being made: its apply needs it. */
 	bool idle = t->tid != 0 && !t->adopted && t->nheld == 0 && !t->applier &&
-	            t->gen == t->applied_gen && !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
+	            t->orphans == 0 && t->gen == t->applied_gen && !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
 
 	if (idle)
 		record_retire(t);
@@ -572,7 +572,7 @@ bool plk_thread_token_wait(struct plk_thread *t, pid_t tid)
 			plk_ilock_unlock(&t->lock);
 			return false;
 		}
-		if (plk_thread_token_take(t))
+		if (t->orphans == 0 && plk_thread_token_take(t))
 			return true;
 		uint32_t seq = __atomic_load_n(&t->apply_seq, __ATOMIC_RELAXED);
 

@@ -73,6 +73,11 @@ struct plk_thread {
 	uint64_t gen;                  /* bumped whenever eff changes */
 	uint64_t applied_gen;          /* the gen of eff that applied is */
 	bool applier;                  /* the apply token is taken */
+	uint32_t token_epoch;          /* bumped when a lender takes the token over */
+	bool call_lowers;              /* the holder is making a restore's calls */
+	bool call_out;                 /* the holder has a call in flight */
+	uint16_t orphans;              /* calls in flight whose maker lost the token */
+	bool view_stale;               /* an orphan may land after applied was known */
 	bool base_unverified;          /* base is a copy no call may be made on */
 	bool base_check;               /* the apply must check the copy's age */
 	uint64_t base_ns;              /* CLOCK_MONOTONIC of the last read of base */
@@ -283,7 +288,8 @@ static inline bool plk_thread_token_take(struct plk_thread *t)
 
 /**
  * plk_thread_token_wait - take @t's token, sleeping for it (a futex wait
- * with no internal lock held) while another thread has it.  Called with
+ * with no internal lock held) while another thread has it or a call
+ * whose maker lost it is in flight (donate.c, "Overtaking").  Called with
  * t->lock held; returns true with t->lock held and the token taken, or
  * false with t unlocked if the record stopped being @tid's.
  */

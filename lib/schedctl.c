@@ -562,7 +562,15 @@ static bool drop_privileged_part(struct plk_sched_ctx *try, const struct plk_sch
 	return false;
 }
 
-static void apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+/* Before each call: may it still be made?  (NULL: always.) */
+static bool gate_open(const struct plk_sched_gate *g, const struct plk_sched_ctx *cur)
+{
+	return !g || g->open(g->arg, cur);
+}
+
+/* False if the gate closed before a call. */
+static bool apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want,
+                       const struct plk_sched_gate *g)
 {
 	bool uclamp = (plk_sched_caps() & PROXYLOCK_DONATE_UCLAMP) &&
 	              (cur->umin != want->umin || cur->umax != want->umax);
@@ -575,42 +583,57 @@ static void apply_attr(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sc
 			try.umax = cur->umax;
 		}
 		if (attr_equal(&try, cur))
-			return;
+			return true;
+		if (!gate_open(g, cur))
+			return false;
 		err = set_attr(tid, &try, uclamp);
 		if (err == 0)
 			break;
 		if (err != EPERM)
-			return;  /* ESRCH (gone), EINVAL: leave the kernel as it is */
+			return true;  /* ESRCH (gone), EINVAL: leave the kernel as it is */
 		plk_stat_inc(eperm_skipped);
 		if (!drop_privileged_part(&try, cur)) {
 			if (!uclamp)
-				return;
+				return true;
 			uclamp = false;
 		}
 	}
-	if (try.policy == SCHED_IDLE && try.nice != cur->nice)
-		try.nice = set_idle_nice(tid, cur->nice, try.nice);
+	/* What the kernel has now, before the next call's gate sees it:
+	 * setting SCHED_IDLE leaves the nice the thread had. */
+	int had = cur->nice;
+
 	cur->policy = try.policy;
-	cur->nice = try.nice;
 	cur->rt_prio = try.rt_prio;
 	cur->umin = try.umin;
 	cur->umax = try.umax;
+	if (try.policy != SCHED_IDLE || try.nice == had) {
+		cur->nice = try.nice;
+		return true;
+	}
+	if (!gate_open(g, cur))
+		return false;
+	cur->nice = set_idle_nice(tid, had, try.nice);
+	return true;
 }
 
-static void apply_affinity(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+static void apply_affinity(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want,
+                           const struct plk_sched_gate *g)
 {
 	if (CPU_EQUAL(&cur->cpus, &want->cpus) || CPU_COUNT(&want->cpus) == 0)
+		return;
+	if (!gate_open(g, cur))
 		return;
 	plk_stat_inc(setaff_calls);
 	if (syscall(SYS_sched_setaffinity, tid, sizeof(want->cpus), &want->cpus) == 0)
 		cur->cpus = want->cpus;
 }
 
-bool plk_sched_apply(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want)
+bool plk_sched_apply(pid_t tid, struct plk_sched_ctx *cur, const struct plk_sched_ctx *want,
+                     const struct plk_sched_gate *g)
 {
 	struct plk_sched_ctx before = *cur;
 
-	apply_attr(tid, cur, want);
-	apply_affinity(tid, cur, want);
+	if (apply_attr(tid, cur, want, g))
+		apply_affinity(tid, cur, want, g);
 	return !plk_sched_equal(&before, cur);
 }

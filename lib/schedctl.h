@@ -54,16 +54,28 @@ struct plk_capacity_map {
  */
 PLK_HIDDEN int plk_sched_read(pid_t tid, struct plk_sched_ctx *out);
 
+/*
+ * A gate asked before each call plk_sched_apply makes: open(arg, cur),
+ * with *cur what the kernel has after the calls made so far, returns
+ * false to make no more (the donation engine's holder re-checks its
+ * generation and token there: donate.c, "The apply token").
+ */
+struct plk_sched_gate {
+	bool (*open)(void *arg, const struct plk_sched_ctx *cur);
+	void *arg;
+};
+
 /**
  * plk_sched_apply - make the kernel's view of @tid go from *@cur to
  * *@want, issuing only the calls for fields that differ (no call at all
- * when they are equal).  A part the kernel refuses with EPERM (a nice or
- * RT boost without privilege) is dropped and counted, never reported.
- * On return *@cur holds what the kernel now has.  Returns true if
- * anything was changed.
+ * when they are equal), each only if @gate (NULL: none) is open.  A part
+ * the kernel refuses with EPERM (a nice or RT boost without privilege)
+ * is dropped and counted, never reported.  On return *@cur holds what
+ * the kernel now has.  Returns true if anything was changed.
  */
 PLK_HIDDEN bool plk_sched_apply(pid_t tid, struct plk_sched_ctx *cur,
-                                const struct plk_sched_ctx *want);
+                                const struct plk_sched_ctx *want,
+                                const struct plk_sched_gate *gate);
 
 /** plk_sched_equal - true if @a and @b name the same kernel state. */
 PLK_HIDDEN bool plk_sched_equal(const struct plk_sched_ctx *a,

@@ -871,6 +871,93 @@ START_TEST(a_nice_19_waiter_never_moves_a_nice_0_holder_off_its_cpu)
 }
 END_TEST
 
+/* --- a lend overtakes a restore in flight (issue 31) ------------------ */
+
+static int ot_stop;
+
+static void *ot_hog(void *arg)
+{
+	(void)arg;
+	pin_self(1);
+	set_nice_self(0);
+	while (!__atomic_load_n(&ot_stop, __ATOMIC_RELAXED))
+		;
+	return NULL;
+}
+
+#define OT_TRIES 10
+
+/*
+ * The waitwork case (a worker's unlock restores it among the hogs while
+ * its waiter lends again): a nice-19 holder pinned to CPU 1, where a
+ * nice-0 hog spins, is lent nice 0 and CPU 0 by a waiter.  Its unlock
+ * restores it, holding its apply token; the restore's sched_setaffinity
+ * moves it among the hog at nice 19, where it waits to run again inside
+ * the call, a hog's slice times 1024/15.  A lend made then (seen once
+ * the kernel shows the restore's CPU, with the unlock not returned) is
+ * in the kernel when proxylock_lend_begin returns, not when the starved
+ * holder comes back; once it ends, the holder is exactly at its base.
+ */
+START_TEST(a_lend_overtakes_a_restore_in_flight_on_its_starved_holder)
+{
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	int in_flight = 0;
+	struct actor h, w;
+	pthread_t hog;
+
+	require_nice_lending();
+	ck_assert_msg(sysconf(_SC_NPROCESSORS_ONLN) >= 2, "needs 2 CPUs");
+	pin_self(0);
+	set_nice_self(0);
+	usleep(2000);  /* our copy of the base is past PLK_BASE_TTL_NS */
+	actor_start(&h, 19, 1);
+	actor_start(&w, 0, 0);
+	__atomic_store_n(&ot_stop, 0, __ATOMIC_RELAXED);
+	ck_assert_int_eq(pthread_create(&hog, NULL, ot_hog, NULL), 0);
+	for (int i = 0; i < OT_TRIES && !in_flight; i++) {
+		proxylock_lend_t l;
+		struct kview now;
+
+		actor_do(&h, ACT_LOCK, &m, 0);
+		actor_block_on(&w, ACT_LOCK, &m);
+		ck_assert_msg(eventually(affinity_is(h.tid, 0, -1) && nice_of(h.tid) == 0, 2000),
+		              "the holder was not lent the waiter's CPU 0 and nice 0");
+		actor_post(&h, ACT_UNLOCK, &m);
+		ck_assert_msg(eventually(affinity_is(h.tid, 1, -1), 2000),
+		              "the holder's restore did not move it back to CPU 1");
+		in_flight = !__atomic_load_n(&h.done, __ATOMIC_ACQUIRE);
+		ck_assert_int_eq(proxylock_lend_begin(h.tid, PROXYLOCK_DONATE_ALL, &l), 0);
+		now = kview_of(h.tid);
+		if (in_flight) {
+			ck_assert_msg(CPU_COUNT(&now.cpus) == 1 && CPU_ISSET(0, &now.cpus) &&
+			              now.nice == 0,
+			              "try %d: the lend is not in the kernel when it returns: the holder, "
+			              "starved inside its restore, has nice %d on %s (its unlock %s)",
+			              i, now.nice, CPU_ISSET(1, &now.cpus) ? "CPU 1" : "other CPUs",
+			              __atomic_load_n(&h.done, __ATOMIC_ACQUIRE) ? "returned since"
+			                                                         : "not returned yet");
+		}
+		ck_assert_int_eq(proxylock_lend_end(&l), 0);
+		ck_assert_int_eq(actor_wait(&h), 0);
+		now = kview_of(h.tid);
+		ck_assert_msg(kview_equal(&now, &h.base),
+		              "try %d: the holder is not at its base once its unlock returned and "
+		              "the lend ended: nice %d, %d CPUs", i, now.nice, CPU_COUNT(&now.cpus));
+		ck_assert_int_eq(actor_wait(&w), 0);
+		actor_do(&w, ACT_UNLOCK, &m, 0);
+	}
+	__atomic_store_n(&ot_stop, 1, __ATOMIC_RELAXED);
+	pthread_join(hog, NULL);
+	actor_quit(&h);
+	actor_quit(&w);
+	/* Memcheck runs one thread at a time: the hog may hold the holder off
+	 * anywhere, or nowhere. */
+	ck_assert_msg(in_flight || under_valgrind(), "in %d tries the holder's restore never "
+	              "stayed in flight long enough to lend during it (is CPU 1's hog running?)",
+	              OT_TRIES);
+}
+END_TEST
+
 #define EQ_ROUNDS 20
 
 /* Sched calls (sched_setattr and sched_setaffinity) made so far. */
@@ -1122,6 +1209,7 @@ static Suite *donate_suite(void)
 	tcase_add_test(tc, a_normal_lock_cycle_deadlocks_without_the_chain_walk_looping);
 	tcase_add_test(tc, symmetric_contention_makes_zero_sched_set_calls);
 	tcase_add_test(tc, a_nice_19_waiter_never_moves_a_nice_0_holder_off_its_cpu);
+	tcase_add_test(tc, a_lend_overtakes_a_restore_in_flight_on_its_starved_holder);
 	tcase_add_test(tc, contended_mutex_acquisitions_between_equal_threads_make_no_scheduler_call);
 	tcase_add_test(tc, contended_rwlock_acquisitions_between_equal_threads_make_no_scheduler_call);
 	tcase_add_test(tc, a_condvar_waiter_moved_onto_an_equal_owners_mutex_makes_no_scheduler_call);

@@ -24,8 +24,9 @@
  *       -DBROKEN_WAKERS_WAKE fail with "violated: K1")
  *   bump, donate_apply (-DAPPLY)
  *       the pure part of plk_donate_set/_withdraw (recompute E(T),
- *       T.gen++); plk_donate_apply: token, calls with no lock,
- *       re-check
+ *       T.gen++); plk_donate_apply and apply_locked: token, overtake,
+ *       view_reread, call_gate before the call, the call with no
+ *       lock, call_back and the re-check; drop_token, call_lost
  *   rd_try, rd_spin
  *       plk_rw_rdlock_fast (with -DRW_DBLFAST twice, as the
  *       interposer); one turn of rdlock_slow's spin (two stand for
@@ -76,6 +77,14 @@
  *   -DBROKEN_RECHECK  with -DAPPLY: the token holder drops the token
  *                     without re-checking gen: a bump made during its
  *                     syscalls is never applied (final agreement)
+ *   -DBROKEN_OVERTAKE with -DAPPLY: a lend takes the token over from a
+ *                     restore's call in flight, but nobody marks the view
+ *                     stale: the orphan lands after the lend's call, and
+ *                     T.applied says lent while the kernel has the
+ *                     restore (I2)
+ *   -DBROKEN_BACK     with -DAPPLY: a holder back from its call does
+ *                     not check that the token is still its own: an
+ *                     orphan goes on as a second holder
  *   -DRWLOCK          the rwlock instead (rwlock.pml, which lists its
  *                     own options and broken variants)
  *
@@ -144,6 +153,12 @@ byte applied_gen[N + 1];	/* T.applied_gen */
 byte applier[N + 1];		/* T.applier: the token's holder; 0 = free */
 bit kview[N + 1];		/* the kernel's view of T: boosted or not */
 byte kgen[N + 1];		/* ghost: the generation kview came from */
+/* Overtaking (donate.c): a lend takes the token over from a holder
+ * making a restore's call; that call, if in flight, is an orphan. */
+bit call_lowers[N + 1];		/* T.call_lowers: the holder's generation is a restore */
+bit call_out[N + 1];		/* T.call_out: the holder's call is in flight */
+byte orphans[N + 1];		/* T.orphans */
+bit stale[N + 1];		/* T.view_stale */
 #endif
 
 #ifdef COND
@@ -231,47 +246,116 @@ inline bump(v) {
  * bumped tg's gen calls it (a call that finds applied_gen == gen would
  * return at once).  The sched_* calls are one step, between two holds
  * of tg.lock. */
+/* Drop the token (under tg.lock).  I2: with no call of an orphan in
+ * flight and the view not marked stale, applied is what the kernel has. */
+inline drop_token() {
+	applier[tg] = 0; ag = 0;
+	CHECK(orphans[tg] != 0 || stale[tg] || kview[tg] == applied[tg],
+	      "violated: I2: token free, no orphan out, the kernel differs from T.applied\n")
+}
+
+/* Back from a call whose token a lend took over (under tg.lock): count
+ * the orphan off, mark the view stale; repair if the token is free. */
+inline call_lost() {
+	if
+	:: out -> orphans[tg]--;
+#ifndef BROKEN_OVERTAKE
+		stale[tg] = 1;
+#endif
+		out = 0
+	:: else
+	fi;
+	if
+	:: applier[tg] == 0 -> applier[tg] = me; rr = 0; ph = 0
+	:: else -> ag = 0
+	fi
+}
+
 inline donate_apply() {
 #ifndef BROKEN_APPLY
-	d_step {	/* lock tg.lock; take the token, or leave */
-		ag = 0;
+	d_step {	/* lock tg.lock; take the token, take it over, or leave */
+		ag = 0; rr = 0; ph = 0;
 		if
-		:: applier[tg] == 0 && applied_gen[tg] != gen[tg] ->
-			applier[tg] = me; ag = 1;
-			want = eff[tg]; g = gen[tg];
+		:: applier[tg] == 0 && applied_gen[tg] != gen[tg] -> applier[tg] = me; ag = 1
+		:: applier[tg] != 0 && applier[tg] != me && call_lowers[tg] && eff[tg] &&
+		   applied_gen[tg] != gen[tg] ->
+			/* overtake a restore in flight */
+			applier[tg] = me; ag = 1; call_lowers[tg] = 0;
 			if
-			:: want == applied[tg] -> applied_gen[tg] = g; applier[tg] = 0; ag = 0
+			:: call_out[tg] -> call_out[tg] = 0; orphans[tg]++;
+#ifndef BROKEN_OVERTAKE
+				stale[tg] = 1
+#else
+				skip
+#endif
 			:: else
 			fi
 		:: else
 		fi
 	};
+	/* ph: 0 decide, 1 re-read the kernel, 2 gate, 3 call, 4 back */
 	do
-	:: ag ->
-		/* unlocked: the syscalls take the kernel to want */
-		d_step {
-			CHECK(applier[tg] == me, "violated: one applier: a syscall without the token\n");
-			CHECK(g >= kgen[tg], "violated: stale apply: an older generation overwrites a newer\n");
-			kview[tg] = want; kgen[tg] = g
-		};
-		d_step {	/* lock tg.lock */
-			CHECK(applier[tg] == me, "violated: one applier: the token changed hands\n");
-			applied[tg] = want; applied_gen[tg] = g;
-#ifdef BROKEN_RECHECK
-			applier[tg] = 0; ag = 0
-#else
+	:: ag && ph == 0 ->
+		d_step {	/* tg.lock held */
 			if
-			:: gen[tg] == g -> applier[tg] = 0; ag = 0
-			:: else ->	/* a later gen was computed meanwhile */
+			:: stale[tg] && (!rr || orphans[tg] == 0) -> clean = (orphans[tg] == 0); ph = 1
+			:: else ->
 				want = eff[tg]; g = gen[tg];
 				if
-				:: want == applied[tg] -> applied_gen[tg] = g; applier[tg] = 0; ag = 0
-				:: else
+				:: want == applied[tg] -> applied_gen[tg] = g; drop_token()
+				:: else -> call_lowers[tg] = !want; ph = 2
 				fi
 			fi
-#endif
 		}
-	:: else -> break
+	:: ag && ph == 1 ->
+		rv = kview[tg];		/* unlocked: sched_getattr, getaffinity */
+		d_step {
+			applied[tg] = rv; rr = 1; ph = 0;
+			if
+			:: clean -> stale[tg] = 0
+			:: else
+			fi;
+			clean = 0; rv = 0
+		}
+	:: ag && ph == 2 ->
+		d_step {	/* the gate before the call: relock, re-check */
+			if
+			:: applier[tg] != me -> call_lost()
+			:: applier[tg] == me && gen[tg] != g -> call_lowers[tg] = 0; ph = 0
+			:: else -> call_out[tg] = 1; out = 1; ph = 3
+			fi
+		}
+	:: ag && ph == 3 ->
+		/* unlocked: the call lands (an orphan's, maybe after a newer one) */
+		d_step {
+			CHECK(applier[tg] == me || orphans[tg] > 0,
+			      "violated: one applier: a syscall without the token\n");
+			CHECK(applier[tg] != me || g >= kgen[tg],
+			      "violated: stale apply: an older generation overwrites a newer\n");
+			kview[tg] = want; kgen[tg] = g; ph = 4
+		}
+	:: ag && ph == 4 ->
+		d_step {	/* lock tg.lock */
+			if
+#ifndef BROKEN_BACK
+			:: applier[tg] != me -> call_lost()
+			:: else ->
+#else
+			:: true ->
+#endif
+				applied[tg] = want; applied_gen[tg] = g;
+				call_out[tg] = 0; out = 0; call_lowers[tg] = 0; ph = 0;
+#ifdef BROKEN_RECHECK
+				drop_token()
+#else
+				if
+				:: gen[tg] == g && !(stale[tg] && orphans[tg] == 0) -> drop_token()
+				:: else		/* a later gen, or the last orphan back: again */
+				fi
+#endif
+			fi
+		}
+	:: !ag -> break
 	od;
 #else
 	/* BROKEN: no token; apply our own snapshot if not applied yet. */
@@ -292,7 +376,7 @@ inline donate_apply() {
 	:: else
 	fi;
 #endif
-	ag = 0; want = 0; g = 0
+	ag = 0; want = 0; g = 0; ph = 0; rr = 0
 }
 
 /* Apply for tg if this thread bumped it; then forget tg. */
@@ -753,6 +837,9 @@ proctype thread(byte me; byte role; byte rounds)
 #ifdef APPLY
 	byte tg, g;		/* the target of an apply; its snapshot's gen */
 	bit bumped, want, ag;	/* ag: we hold tg's token (BROKEN: we apply) */
+	byte ph;		/* donate_apply's step */
+	bit rr, clean, rv, out;	/* re-read once; it began with no orphan out; what it
+				   read; our call is in flight (T.call_out) */
 #endif
 
 #ifndef COND
@@ -803,7 +890,8 @@ proctype thread(byte me; byte role; byte rounds)
 }
 
 #ifdef APPLY
-#define AGREE(t)	(applier[t] != 0 || (applied_gen[t] == gen[t] && kview[t] == eff[t] && applied[t] == kview[t]))
+#define AGREE(t)	(applier[t] != 0 || (orphans[t] == 0 && !stale[t] && applied_gen[t] == gen[t] && \
+			 kview[t] == eff[t] && applied[t] == kview[t]))
 #endif
 
 /* Everyone asleep or finished: nothing may be left queued behind a free
