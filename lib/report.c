@@ -13,16 +13,22 @@
  * Ending signals without changing the program's handlers.  At load, for
  * SIGINT and SIGTERM left at SIG_DFL, and for the request signal if it is
  * at SIG_DFL, our handler goes in; the interposed sigaction() and
- * signal() keep it out of the program's sight: asked, they answer
- * SIG_DFL; told SIG_DFL, they keep ours; told anything else, they put
- * the program's in, and ours is gone for good.  So a program that
+ * glibc's other routes to a handler (__sigaction, signal, bsd_signal,
+ * ssignal, __sysv_signal, which is signal() under -std=c11, sysv_signal,
+ * sigset, sigignore; siginterrupt leaves ours as it is) keep it out of
+ * the program's sight: asked, they answer SIG_DFL; told SIG_DFL, they
+ * keep ours; told anything else, they put the program's in, and ours is
+ * gone for good.  So a program that
  * installs handlers only over SIG_DFL (CPython's KeyboardInterrupt does)
  * still does.  Our ending handler writes the report, puts SIG_DFL back
  * and raises the signal again, which stays pending until the handler
  * returns and then ends the process as it would have: the same status,
  * the same core dump or none.  A signal that interrupts a report already
  * being written ends the process at once.  A system call that bypasses
- * libc (a raw rt_sigaction) sees our handler.
+ * libc (a raw rt_sigaction) sees our handler as the old one, and one that
+ * sets a handler ends ours: each route above asks the kernel whether ours
+ * is still in before it answers for it.  A one-shot handler (System V's)
+ * leaves the kernel's SIG_DFL, not ours, once run.
  *
  * Async-signal safety.  A report may run in a handler, in any thread, at
  * any point of the program: it allocates nothing and takes no lock.  It
@@ -764,16 +770,33 @@ static void report_at_exit(void)
 
 /* --- the signals -------------------------------------------------------- */
 
+/* glibc's own signal functions, found at load (report_real_find); by a
+ * program's call before that, from another library's constructor, then
+ * (dlsym may allocate, which is allowed there: no lock of ours is
+ * involved).  dlsym's object pointers copied: POSIX makes them function
+ * pointers. */
+typedef __sighandler_t handler_fn(int, __sighandler_t);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-/* glibc's sigaction (dlsym's object pointer, copied: POSIX makes it a
- * function pointer).  Looked up at load; by a program's call before
- * that, from another library's constructor, then (dlsym may allocate,
- * which is allowed there: no lock of ours is involved). */
-static void real_sigaction_find(void)
-{
-	void *p = dlsym(RTLD_NEXT, "sigaction");
+static int (*real_siginterrupt)(int, int);
+static handler_fn *real_signal, *real_sysv_signal, *real_sigset;
+static int (*real_sigignore)(int);
 
-	memcpy(&real_sigaction, &p, sizeof(p));
+static void real_find(void *fn, const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	memcpy(fn, &p, sizeof(p));
+}
+
+static void report_real_find(void)
+{
+	real_find(&real_siginterrupt, "siginterrupt");
+	real_find(&real_signal, "signal");
+	real_find(&real_sysv_signal, "__sysv_signal");
+	real_find(&real_sigset, "sigset");
+	real_find(&real_sigignore, "sigignore");
+	/* Last: it says the others are found. */
+	real_find(&real_sigaction, "sigaction");
 }
 
 /* Signals whose handler is ours while the program believes SIG_DFL. */
@@ -885,22 +908,47 @@ static void take_over(int sig)
 		__atomic_store_n(&ours[sig], true, __ATOMIC_RELEASE);
 }
 
+/* Whether our handler is in for @sig, as the kernel says: a handler put
+ * in past our sigaction() (a raw rt_sigaction, or glibc calling its own)
+ * ends ours, and the program's view is the kernel's again. */
+static bool still_ours(int sig)
+{
+	struct sigaction cur;
+
+	if (!is_ours(sig))
+		return false;
+	if (real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_handler == ending_handler ||
+	                                           cur.sa_sigaction == request_handler))
+		return true;
+	__atomic_store_n(&ours[sig], false, __ATOMIC_RELEASE);
+	return false;
+}
+
+/* Whether the interposed routes below take @sig: a signal we report on,
+ * with the report on. */
+static bool routed(int sig)
+{
+	if (!real_sigaction)
+		report_real_find();
+	return plk_lockstat_on && managed(sig);
+}
+
 /* The program's view of the signals we report on (see the top): while
  * ours is in, SIG_DFL; SIG_DFL asked for is ours, seen as SIG_DFL;
  * anything else is the program's. */
 PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction mine;
+	bool was_ours;
 	int err;
 
-	if (!real_sigaction)
-		real_sigaction_find();
-	if (!plk_lockstat_on || !managed(sig))
+	if (!routed(sig))
 		return real_sigaction(sig, act, old);
+	was_ours = still_ours(sig);
 	if (act && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO)) {
 		our_action(sig, &mine);
 		err = real_sigaction(sig, &mine, old);
-		if (err == 0 && old && is_ours(sig)) {
+		if (err == 0 && old && was_ours) {
 			memset(old, 0, sizeof(*old));
 			old->sa_handler = SIG_DFL;
 		}
@@ -908,7 +956,7 @@ PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 			__atomic_store_n(&ours[sig], true, __ATOMIC_RELEASE);
 		return err;
 	}
-	if (!is_ours(sig))
+	if (!was_ours)
 		return real_sigaction(sig, act, old);
 	if (old) {
 		memset(old, 0, sizeof(*old));
@@ -920,18 +968,110 @@ PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	return real_sigaction(sig, act, NULL);
 }
 
-/* glibc's signal(): BSD semantics, through the sigaction above. */
-PLK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+PLK_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
+	return sigaction(sig, act, old);
+}
+
+/*
+ * glibc's other routes to a handler, for the signals we report on: the
+ * same semantics, through the sigaction above, so that what the program
+ * set is what it sees (glibc's own would call its internal sigaction,
+ * past ours).  Other signals, or stats off: glibc's own.
+ */
+
+/* The signals siginterrupt() made interruptible (no SA_RESTART for
+ * signal()) while ours was in: glibc's record of them is its own. */
+static bool interrupts[65];
+
+PLK_EXPORT int siginterrupt(int sig, int flag)
+{
+	if (routed(sig) && sig < (int)(sizeof(interrupts) / sizeof(interrupts[0])))
+		__atomic_store_n(&interrupts[sig], flag != 0, __ATOMIC_RELAXED);
+	/* Ours keeps its flags: the program believes SIG_DFL. */
+	if (routed(sig) && still_ours(sig))
+		return 0;
+	return real_siginterrupt(sig, flag);
+}
+
+/* A handler set with @flags and no mask but @sig's (BSD) or none. */
+static __sighandler_t set_handler(int sig, __sighandler_t handler, int flags, bool mask_it)
+{
+	struct sigaction act = { .sa_handler = handler, .sa_flags = flags }, old;
 
 	if (sig <= 0 || sig >= NSIG || handler == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
+	if (mask_it)
+		sigaddset(&act.sa_mask, sig);
 	return sigaction(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
+/* signal(), bsd_signal(), ssignal(): BSD semantics. */
+PLK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+	if (!routed(sig))
+		return real_signal(sig, handler);
+	return set_handler(sig, handler,
+	                   __atomic_load_n(&interrupts[sig], __ATOMIC_RELAXED) ? 0 : SA_RESTART, true);
+}
+
+PLK_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+PLK_EXPORT __sighandler_t ssignal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+/* __sysv_signal() (signal() under -std=c11), sysv_signal(): System V's
+ * one-shot handler, no mask. */
+PLK_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+	if (!routed(sig))
+		return real_sysv_signal(sig, handler);
+	return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+PLK_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+	return __sysv_signal(sig, handler);
+}
+
+/* sigset(): @disp with no flags and no mask, and @sig unblocked; or, for
+ * SIG_HOLD, @sig blocked.  Returns SIG_HOLD if it was blocked, else the
+ * disposition it had. */
+PLK_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp)
+{
+	struct sigaction old;
+	sigset_t one, was;
+
+	if (!routed(sig))
+		return real_sigset(sig, disp);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &was) != 0)
+			return SIG_ERR;
+		if (sigismember(&was, sig))
+			return SIG_HOLD;
+		return sigaction(sig, NULL, &old) == 0 ? old.sa_handler : SIG_ERR;
+	}
+	if ((old.sa_handler = set_handler(sig, disp, 0, false)) == SIG_ERR ||
+	    sigprocmask(SIG_UNBLOCK, &one, &was) != 0)
+		return SIG_ERR;
+	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+PLK_EXPORT int sigignore(int sig)
+{
+	if (!routed(sig))
+		return real_sigignore(sig);
+	return set_handler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }
 
 int plk_report_install(void)
@@ -939,7 +1079,7 @@ int plk_report_install(void)
 	const struct plk_config *c = plk_config();
 
 	if (!real_sigaction)
-		real_sigaction_find();
+		report_real_find();
 	/* fd 2 as it is at load (the interposer's constructor), verified
 	 * open: F_GETFD first, so the rule reads here (a dup of a closed fd
 	 * fails too); a failed dup (EMFILE) leaves -1, no text rather than
