@@ -18,8 +18,9 @@
  *   PROXYLOCK_STATS_SORT  wait | contended | held | donations (default
  *                         contended): the order of the report's rows
  *   PROXYLOCK_STATS_TOP   N >= 1: rows in the text report (default 10)
- *   PROXYLOCK_STATS_SIGNAL a signal (USR1, SIGUSR2, RTMIN+3, a number)
- *                         that asks for a report now, or none (default
+ *   PROXYLOCK_STATS_SIGNAL USR1, USR2 or a real-time signal (RTMIN+3,
+ *                         SIGRTMAX-1, a number) that asks for a report
+ *                         now, or none (default
  *                         RTMAX-2 while stats are on; report.c)
  *   PROXYLOCK_PI          auto | proxy | kernel (default auto): whether
  *                         the interposer makes PTHREAD_PRIO_INHERIT

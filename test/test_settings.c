@@ -154,6 +154,15 @@ static const struct { const char *var, *value; } report_refused[] = {
 	{ "PROXYLOCK_STATS_TOP", "-3" },      { "PROXYLOCK_STATS_SIGNAL", "KILL" },
 	{ "PROXYLOCK_STATS_SIGNAL", "INT" },  { "PROXYLOCK_STATS_SIGNAL", "SIGSTOP" },
 	{ "PROXYLOCK_STATS_SIGNAL", "9" },    { "PROXYLOCK_STATS_SIGNAL", "RTMIN+99" },
+	/* Signals a terminal, the C library or a program's common use sends
+	 * on its own (the review of issue 34): */
+	{ "PROXYLOCK_STATS_SIGNAL", "HUP" },  { "PROXYLOCK_STATS_SIGNAL", "SIGQUIT" },
+	{ "PROXYLOCK_STATS_SIGNAL", "WINCH" }, { "PROXYLOCK_STATS_SIGNAL", "URG" },
+	{ "PROXYLOCK_STATS_SIGNAL", "1" },    { "PROXYLOCK_STATS_SIGNAL", "28" },
+	/* a real-time name past the real-time range: RTMAX-52 is USR2's
+	 * number, RTMAX-36 WINCH's, RTMIN+31 past RTMAX */
+	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-52" }, { "PROXYLOCK_STATS_SIGNAL", "RTMAX-36" },
+	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-31" }, { "PROXYLOCK_STATS_SIGNAL", "RTMIN+31" },
 	{ "PROXYLOCK_STATS_FILE", "" },
 };
 
@@ -186,6 +195,12 @@ START_TEST(report_settings_are_read_as_meant)
 	ck_assert_int_eq(c.stats_signal, SIGUSR2);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMIN+3", &c));
 	ck_assert_int_eq(c.stats_signal, SIGRTMIN + 3);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMAX-30", &c));
+	ck_assert_int_eq(c.stats_signal, SIGRTMIN);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMIN+30", &c));
+	ck_assert_int_eq(c.stats_signal, SIGRTMAX);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "10", &c));
+	ck_assert_int_eq(c.stats_signal, SIGUSR1);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "none", &c));
 	ck_assert_int_eq(c.stats_signal, 0);
 	ck_assert_ptr_nonnull(plk_setting_parse("NO_SUCH", "1", &c));
