@@ -35,11 +35,14 @@
  * walks the rows (lockstat.c: published by flags, never freed), formats
  * on the stack with snprintf (integers and strings only: no floating
  * point, no positional arguments, nothing of glibc's that allocates),
- * write()s, maps its scratch memory with mmap, and names addresses from
- * /proc/self/maps and the mapped files (callsite.c), not with dladdr,
- * which takes the loader's lock.  Counters being added to meanwhile are
- * read as they are, relaxed: a report taken live is a snapshot, not a
- * total.
+ * write()s (poll()ing a requester's full pipe, a bounded time), maps its
+ * scratch memory with mmap, and names addresses from /proc/self/maps and
+ * the mapped files (callsite.c), not with dladdr, which takes the
+ * loader's lock.  From a signal its work is bounded by the rows: it
+ * searches symbol tables for SIGNAL_NAMES addresses at most, names the
+ * rest by module and offset, and says how many.  Counters being added
+ * to meanwhile are read as they are, relaxed: a report taken live is a
+ * snapshot, not a total.
  *
  * Where.  The text report goes to a copy of file descriptor 2 taken at
  * load: programs such as xz and GNU sort close stderr in their own exit
@@ -68,6 +71,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -84,6 +88,9 @@
 #define PLK_EXPORT __attribute__((visibility("default")))
 #define FALLBACK_ROWS 10   /* rows kept on the stack when no scratch can be mapped */
 #define END_MARK "proxylock: -- end of report --\n"
+/* Addresses a report from a signal names by symbol at most (callsite.h);
+ * the rest by module and offset: bounded work in a handler. */
+#define SIGNAL_NAMES 128
 
 static int report_fd = -1;  /* a copy of stderr taken at load, or -1: see the top */
 static int reporting;       /* a report is being written (exchange: one at a time) */
@@ -93,35 +100,54 @@ enum why { AT_EXIT, AT_SIGNAL, ON_REQUEST };
 
 /* --- output ----------------------------------------------------------- */
 
-/*
- * printf to @fd through a buffer on the stack and write(): dprintf's
- * FILE takes its buffer from malloc (glibc before 2.37).  A line longer
- * than the buffer is cut; a failed write is dropped.
- */
-static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	size_t n, off = 0;
-	int len;
+/* The requester's pipe found full for WRITE_WAIT_MS: the rest of this
+ * report is not written there (reports are written one at a time; the
+ * request handler clears it). */
+#define WRITE_WAIT_MS 2000
+static int stalled_fd = -1;
 
-	if (fd < 0)
-		return;  /* no stderr verified at load: say nothing */
-	va_start(ap, fmt);
-	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
-	va_end(ap);
-	if (len < 0)
-		return;
-	n = (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1;
+/* @n bytes of @buf to @fd; a failed write drops the rest.  A full
+ * pipe (the requester's, non-blocking) is waited on while its reader
+ * reads, up to WRITE_WAIT_MS at a time; past that it is stalled_fd. */
+static void put(int fd, const char *buf, size_t n)
+{
+	size_t off = 0;
+
+	if (fd < 0 || fd == stalled_fd)
+		return;  /* no stderr verified at load, or a reader that stopped: say nothing */
 	while (off < n) {
 		ssize_t w = write(fd, buf + off, n - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&p, 1, WRITE_WAIT_MS) == 1 && (p.revents & POLLOUT))
+				continue;
+			stalled_fd = fd;
+			return;
+		}
 		if (w <= 0)
 			return;
 		off += (size_t)w;
 	}
+}
+
+/* printf to @fd through a buffer on the stack and put(): dprintf's FILE
+ * takes its buffer from malloc (glibc before 2.37).  A line longer than
+ * the buffer is cut. */
+static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
+	va_end(ap);
+	if (len >= 0)
+		put(fd, buf, (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
 }
 
 /* What is lent, as a report made @why may say it: -1 if the probe has
@@ -137,6 +163,13 @@ static long lent_kinds(enum why why)
 	if (!plk_sched_caps_if_probed(&caps))
 		return -1;
 	return (long)(caps & want);
+}
+
+/* The symbol searches a report made @why may make (0: no bound): from a
+ * signal handler, SIGNAL_NAMES. */
+static unsigned names_bound(enum why why)
+{
+	return why == AT_EXIT ? 0 : SIGNAL_NAMES;
 }
 
 /* @ns as milliseconds with three decimals, rounded, in integers (no
@@ -372,7 +405,7 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		    (unsigned long long)st.eperm_skipped);
 	for (size_t i = 0; i < n; i++)
 		nworth += shown(rows[i], c->stats_sort);
-	sy = nworth ? plk_symbols_open() : NULL;
+	sy = nworth ? plk_symbols_open(names_bound(why)) : NULL;
 	/* The header even with no row (PROXYLOCK_STATS=all): the columns say
 	 * what a row would count. */
 	say(fd, "proxylock: %-6s %-14s %9s %9s %10s %11s %10s %11s %11s %9s %6s %8s %6s %4s  %s\n",
@@ -436,6 +469,10 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	if (nworth)
 		say(fd, "proxylock: %zu of %zu locks shown, by %s (proxylock run --top=N "
 		    "--sort=wait|contended|held|donations)\n", nshown, nworth, sort_names[c->stats_sort]);
+	if (plk_symbols_by_offset(sy))
+		say(fd, "proxylock: %lu frames named by module and offset: a report from a signal "
+		    "searches symbols for %d addresses at most\n", plk_symbols_by_offset(sy),
+		    SIGNAL_NAMES);
 	plk_symbols_close(sy);
 	for (unsigned i = 0, nd = plk_dead_count(); i < nd; i++) {
 		const void *lock;
@@ -466,7 +503,7 @@ static void json_string(int fd, const char *s)
 		unsigned char ch = (unsigned char)*s;
 
 		if (n > sizeof(buf) - 8) {
-			(void)!write(fd, buf, n);
+			put(fd, buf, n);
 			n = 0;
 		}
 		if (ch == '"' || ch == '\\') {
@@ -479,7 +516,7 @@ static void json_string(int fd, const char *s)
 		}
 	}
 	buf[n++] = '"';
-	(void)!write(fd, buf, n);
+	put(fd, buf, n);
 }
 
 static void json_kinds(int fd, unsigned kinds)
@@ -576,8 +613,9 @@ static void report_json(int fd, enum why why, int sig)
 {
 	const struct plk_config *c = plk_config();
 	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
-	struct plk_symbols *sy = plk_symbols_open();
+	struct plk_symbols *sy = plk_symbols_open(names_bound(why));
 	struct proxylock_stats st;
+	unsigned long by_offset;
 	struct totals t;
 	size_t n, bytes;
 	const void *dlock;
@@ -625,6 +663,7 @@ static void report_json(int fd, enum why why, int sig)
 	    (unsigned long long)st.chain_truncated);
 	for (size_t i = 0; i < n; i++)
 		json_lock(fd, sy, rows[i], i ? "," : "");
+	by_offset = plk_symbols_by_offset(sy);
 	plk_symbols_close(sy);
 	if (bytes)
 		munmap(rows, bytes);
@@ -633,7 +672,8 @@ static void report_json(int fd, enum why why, int sig)
 	for (unsigned i = 0; plk_dead_log(i, &dlock, &dtid, &drobust); i++)
 		say(fd, "%s\n    {\"address\": \"%p\", \"owner_tid\": %d, \"robust\": %s}",
 		    i ? "," : "", dlock, (int)dtid, drobust ? "true" : "false");
-	say(fd, "%s],\n  \"dead_owners_found\": %u\n}\n", nd ? "\n  " : "", nd);
+	say(fd, "%s],\n  \"dead_owners_found\": %u,\n  \"frames_named_by_offset\": %lu\n}\n",
+	    nd ? "\n  " : "", nd, by_offset);
 }
 
 /* --- the file ----------------------------------------------------------- */
@@ -846,7 +886,8 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SI_QUEUE && si->si_pid > 0 && (v >> 10) == (unsigned)si->si_pid) {
 		snprintf(path, sizeof(path), "/proc/%d/fd/%u", (int)si->si_pid, v & 511);
 		/* Non-blocking: a requester that stops reading (| head, ^Z)
-		 * costs us the rest of the report, never a thread stuck here. */
+		 * costs us the rest of the report (put: WRITE_WAIT_MS), never
+		 * a thread stuck here. */
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	}
 	pipe_was_pending = sigpipe_pending();
@@ -858,6 +899,7 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	if (fd >= 0) {
 		say(fd, END_MARK);
 		close(fd);
+		stalled_fd = -1;
 	}
 	/* A requester gone mid-report left a SIGPIPE for this thread
 	 * (pending: every signal is blocked here): it is ours, not the

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * many_sites.c - 200 mutexes, each first contended at a call site of its
+ * own (200 distinct return addresses), then the program waits to be
+ * asked for its report, and exits at the end of its input
+ * (report-bounded.sh).  A holder thread
+ * takes them all, then lets them go one by one, 100 us apart, while the
+ * main thread locks each at its own site; "ready" says all were taken.
+ *   usage: many_sites
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define N 200
+
+static pthread_mutex_t m[N];
+static pthread_mutex_t start = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
+static int held;
+
+static void *holder(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < N; i++)
+		pthread_mutex_lock(&m[i]);
+	pthread_mutex_lock(&start);
+	held = 1;
+	pthread_cond_signal(&started);
+	pthread_mutex_unlock(&start);
+	for (int i = 0; i < N; i++) {
+		usleep(100);
+		pthread_mutex_unlock(&m[i]);
+	}
+	return NULL;
+}
+
+/* One call site per lock: each expansion is a call of its own. */
+#define S(k) pthread_mutex_lock(&m[k]); pthread_mutex_unlock(&m[k]);
+#define S10(k) S(k) S(k + 1) S(k + 2) S(k + 3) S(k + 4) S(k + 5) S(k + 6) S(k + 7) S(k + 8) S(k + 9)
+#define S50(k) S10(k) S10(k + 10) S10(k + 20) S10(k + 30) S10(k + 40)
+
+int main(void)
+{
+	pthread_t t;
+
+	for (int i = 0; i < N; i++)
+		pthread_mutex_init(&m[i], NULL);
+	pthread_create(&t, NULL, holder, NULL);
+	pthread_mutex_lock(&start);
+	while (!held)
+		pthread_cond_wait(&started, &start);
+	pthread_mutex_unlock(&start);
+	S50(0) S50(50) S50(100) S50(150)
+	pthread_join(t, NULL);
+	printf("ready\n");
+	fflush(stdout);
+	while (getchar() != EOF)
+		;
+	return 0;
+}
