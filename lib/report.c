@@ -8,7 +8,11 @@
  * that has nothing to say: no lock contended, timed out or lent through,
  * no wait for work lent to its waker, no dead owner, nothing refused or
  * lost (a shell, a version manager's shim); PROXYLOCK_STATS=all reports
- * every process.  A report on request always says all.
+ * every process.  A report on request always says all.  Reports are
+ * written one at a time (reporting): exit waits, EXIT_WAIT_MS at most,
+ * for one on request that another thread is writing, then writes its
+ * own; a request during another report is dropped; a fork child starts
+ * with none in progress.
  *
  * Ending signals without changing the program's handlers.  At load, for
  * SIGINT and SIGTERM left at SIG_DFL, and for the request signal if it is
@@ -66,14 +70,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <dlfcn.h>
 
@@ -802,10 +808,34 @@ static void report_final(enum why why, int sig)
 	report_text(report_fd, why, sig, c->stats_all);
 }
 
+/* How long exit waits for a report on request another thread is
+ * writing: its bounded work, and one stall on its requester's pipe. */
+#define EXIT_WAIT_MS (WRITE_WAIT_MS + 3000)
+
 static void report_at_exit(void)
 {
-	if (!__atomic_exchange_n(&reporting, 1, __ATOMIC_ACQUIRE))
-		report_final(AT_EXIT, 0);  /* and reporting stays set: the last */
+	struct timespec ms = { 0, 1000000 };
+
+	/* Reporting stays set: this is the last.  One on request, being
+	 * written in another thread, is waited for; an ending signal's
+	 * ends the process itself. */
+	for (int i = 0; __atomic_exchange_n(&reporting, 1, __ATOMIC_ACQUIRE); i++) {
+		if (i == EXIT_WAIT_MS) {
+			say(report_fd, "proxylock: a report was still being written after %d ms at exit: "
+			    "no report at exit\n", EXIT_WAIT_MS);
+			return;
+		}
+		nanosleep(&ms, NULL);
+	}
+	report_final(AT_EXIT, 0);
+}
+
+/* A fork child: no report of its parent's in progress (its thread is
+ * not in the child); its own come at its exit and on request. */
+static void report_fork_child(void)
+{
+	stalled_fd = -1;
+	__atomic_store_n(&reporting, 0, __ATOMIC_RELAXED);
 }
 
 /* --- the signals -------------------------------------------------------- */
@@ -1129,6 +1159,7 @@ int plk_report_install(void)
 	if (fcntl(2, F_GETFD) >= 0)
 		report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	atexit(report_at_exit);
+	pthread_atfork(NULL, NULL, report_fork_child);
 	if (real_sigaction) {
 		take_over(SIGINT);
 		take_over(SIGTERM);

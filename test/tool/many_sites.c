@@ -2,14 +2,22 @@
 /*
  * many_sites.c - 200 mutexes, each first contended at a call site of its
  * own (200 distinct return addresses), then the program waits to be
- * asked for its report, and exits at the end of its input
- * (report-bounded.sh).  A holder thread
+ * asked for its report and reads its input: at "fork" it forks a child
+ * that exit()s at once (and prints "child PID"), at its end it exits
+ * (report-bounded.sh, report-overlap.sh).  Its requests are handled
+ * on a thread of their own (the main thread blocks the report signal,
+ * RTMAX-2): the main thread forks and exits while one is written.  A
+ * holder thread
  * takes them all, then lets them go one by one, 100 us apart, while the
  * main thread locks each at its own site; "ready" says all were taken.
  *   usage: many_sites
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define N 200
@@ -35,6 +43,14 @@ static void *holder(void *arg)
 	return NULL;
 }
 
+static void *idle(void *arg)
+{
+	(void)arg;
+	for (;;)
+		pause();
+	return NULL;
+}
+
 /* One call site per lock: each expansion is a call of its own. */
 #define S(k) pthread_mutex_lock(&m[k]); pthread_mutex_unlock(&m[k]);
 #define S10(k) S(k) S(k + 1) S(k + 2) S(k + 3) S(k + 4) S(k + 5) S(k + 6) S(k + 7) S(k + 8) S(k + 9)
@@ -43,6 +59,8 @@ static void *holder(void *arg)
 int main(void)
 {
 	pthread_t t;
+	sigset_t report;
+	char line[64];
 
 	for (int i = 0; i < N; i++)
 		pthread_mutex_init(&m[i], NULL);
@@ -53,9 +71,22 @@ int main(void)
 	pthread_mutex_unlock(&start);
 	S50(0) S50(50) S50(100) S50(150)
 	pthread_join(t, NULL);
+	pthread_create(&t, NULL, idle, NULL);  /* before the mask: it inherits it */
+	sigemptyset(&report);
+	sigaddset(&report, SIGRTMAX - 2);
+	pthread_sigmask(SIG_BLOCK, &report, NULL);
 	printf("ready\n");
 	fflush(stdout);
-	while (getchar() != EOF)
-		;
+	while (fgets(line, sizeof(line), stdin)) {
+		pid_t pid;
+
+		if (strcmp(line, "fork\n") != 0)
+			continue;
+		if ((pid = fork()) == 0)
+			exit(0);
+		waitpid(pid, NULL, 0);
+		printf("child %d\n", (int)pid);
+		fflush(stdout);
+	}
 	return 0;
 }
