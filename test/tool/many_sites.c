@@ -4,11 +4,11 @@
  * own (200 distinct return addresses), then the program waits to be
  * asked for its report and reads its input: at "fork" it forks a child
  * that exit()s at once (and prints "child PID"), at its end it exits
- * (report-bounded.sh, report-overlap.sh).  Its requests are handled
+ * (report-bounded.sh, report-overlap.sh, report-sigpipe.sh).  Its requests are handled
  * on a thread of their own (the main thread blocks the report signal,
  * RTMAX-2): the main thread forks and exits while one is written.  A
- * holder thread
- * takes them all, then lets them go one by one, 100 us apart, while the
+ * holder thread takes them all, then lets each go 1 ms after the main
+ * thread said it takes it next (so that it waits: it is contended); the
  * main thread locks each at its own site; "ready" says all were taken.
  *   usage: many_sites
  */
@@ -25,7 +25,7 @@
 static pthread_mutex_t m[N];
 static pthread_mutex_t start = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started = PTHREAD_COND_INITIALIZER;
-static int held;
+static int held, next;  /* next: the lock the main thread takes next */
 
 static void *holder(void *arg)
 {
@@ -37,7 +37,9 @@ static void *holder(void *arg)
 	pthread_cond_signal(&started);
 	pthread_mutex_unlock(&start);
 	for (int i = 0; i < N; i++) {
-		usleep(100);
+		while (__atomic_load_n(&next, __ATOMIC_ACQUIRE) < i)
+			usleep(50);
+		usleep(1000);  /* the main thread is waiting for it by now */
 		pthread_mutex_unlock(&m[i]);
 	}
 	return NULL;
@@ -52,7 +54,8 @@ static void *idle(void *arg)
 }
 
 /* One call site per lock: each expansion is a call of its own. */
-#define S(k) pthread_mutex_lock(&m[k]); pthread_mutex_unlock(&m[k]);
+#define S(k) __atomic_store_n(&next, k, __ATOMIC_RELEASE); \
+	pthread_mutex_lock(&m[k]); pthread_mutex_unlock(&m[k]);
 #define S10(k) S(k) S(k + 1) S(k + 2) S(k + 3) S(k + 4) S(k + 5) S(k + 6) S(k + 7) S(k + 8) S(k + 9)
 #define S50(k) S10(k) S10(k + 10) S10(k + 20) S10(k + 30) S10(k + 40)
 
