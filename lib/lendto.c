@@ -21,10 +21,11 @@
  *      key's destructor, so no target stays raised by a dead thread
  *      (the handles' memory is gone by then: the table keeps copies).
  *  X3  A fork child has no lend begun, however it was made (fork(),
- *      _Fork(), a raw fork): the table and its lock are on pages the
- *      kernel wipes in a child (wipeonfork.h), or, where it cannot, the
- *      child handler empties them.  Every target of a parent's lend is
- *      a parent thread.  The survivor's end of a handle it began before
+ *      _Fork(), a raw fork): the table and its lock are on a page the
+ *      kernel wipes in a child (wipeonfork.h).  Where it cannot (no
+ *      MADV_WIPEONFORK, pages over 4 KiB), fork()'s child handler empties
+ *      them, and a child made without handlers keeps its parent's.
+ *      Every target of a parent's lend is a parent thread.  The survivor's end of a handle it began before
  *      the fork (the handle names its lender's TID, a fork alias in the
  *      child) has nothing to drop and succeeds once.
  */
