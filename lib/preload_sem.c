@@ -21,10 +21,15 @@
  * (64-bit) keeps the futex flag for the semaphore in the int after its
  * 64-bit value word: 0 (LLL_PRIVATE) for a private one, 128
  * (FUTEX_PRIVATE_FLAG's bit, LLL_SHARED) for a shared one, sem_open's
- * included.
+ * included.  That layout was read from glibc's source and checked on
+ * the ABIs the project builds and tests on, x86-64 and arm64 (LP64);
+ * there the build asserts it.  On any other ABI (32-bit ones keep a
+ * 32-bit value word, and the flag elsewhere) no semaphore lends: every
+ * call passes through untouched.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 
 #include "chain.h"
 #include "preload.h"
@@ -39,7 +44,15 @@ struct glibc_sem {
 	int private;
 	int pad;
 };
-_Static_assert(sizeof(struct glibc_sem) <= sizeof(sem_t), "glibc's new_sem fits sem_t");
+
+#if defined(__LP64__) && (defined(__x86_64__) || defined(__aarch64__))
+#define SEM_LAYOUT_CHECKED 1
+_Static_assert(sizeof(sem_t) == 32 && _Alignof(sem_t) == 8, "glibc's sem_t on x86-64 and arm64");
+_Static_assert(sizeof(struct glibc_sem) <= sizeof(sem_t) &&
+               offsetof(struct glibc_sem, private) == 8, "glibc's new_sem fits sem_t");
+#else
+#define SEM_LAYOUT_CHECKED 0  /* an ABI the layout was not checked on: no lending */
+#endif
 
 static void *sem_key(sem_t *s)
 {
@@ -48,7 +61,7 @@ static void *sem_key(sem_t *s)
 
 static bool sem_lends(const sem_t *s)
 {
-	return ((const struct glibc_sem *)s)->private == GLIBC_SEM_PRIVATE;
+	return SEM_LAYOUT_CHECKED && ((const struct glibc_sem *)s)->private == GLIBC_SEM_PRIVATE;
 }
 
 static void wait_end(void *key)

@@ -3,59 +3,11 @@
  * test_wakers.c - condvar waiters lend to the threads that wake them
  * (lib/wakers.c), checked against the kernel's view.  A waker is
  * learned from a signal that found waiters, so each scenario first
- * teaches it one.  Needs 2 CPUs and the privilege to lower nice.
+ * teaches it one (condactor.h).  Needs 2 CPUs and the privilege to lower nice.
  */
 #include <sys/wait.h>
 
-#include "actor.h"
-
-struct cv {
-	proxylock_cond_t c;
-	proxylock_mutex_t m;
-	long timeout_ns;  /* 0: no deadline */
-};
-
-static int cv_wait(struct actor *a)
-{
-	struct cv *v = a->arg;
-	struct timespec dl = abstime_in(CLOCK_REALTIME, v->timeout_ns);
-	int rc;
-
-	proxylock_mutex_lock(&v->m);
-	rc = v->timeout_ns ? proxylock_cond_timedwait(&v->c, &v->m, &dl)
-	                   : proxylock_cond_wait(&v->c, &v->m);
-	proxylock_mutex_unlock(&v->m);
-	return rc;
-}
-
-static int cv_signal(struct actor *a)
-{
-	return proxylock_cond_signal(&((struct cv *)a->arg)->c);
-}
-
-static int cv_broadcast(struct actor *a)
-{
-	return proxylock_cond_broadcast(&((struct cv *)a->arg)->c);
-}
-
-/* Post a wait on @v for @w and return once it sleeps there, @n waiters
- * in all. */
-static void wait_on(struct actor *w, struct cv *v, unsigned n)
-{
-	actor_call(w, cv_wait, v);
-	ck_assert_msg(eventually(__atomic_load_n(&v->c.__waiters, __ATOMIC_ACQUIRE) == n &&
-	                         thread_sleeping(w->tid), bound_ms(2000)),
-	              "actor %d did not sleep on the condvar", w->tid);
-}
-
-/* @s signals a sleeping @w once: @s becomes a waker of @v. */
-static void teach(struct actor *w, struct actor *s, struct cv *v)
-{
-	wait_on(w, v, 1);
-	actor_call(s, cv_signal, v);
-	ck_assert_int_eq(actor_wait(s), 0);
-	ck_assert_int_eq(actor_wait(w), 0);
-}
+#include "condactor.h"
 
 #define RAISED(tid) eventually(nice_of(tid) == 0, bound_ms(2000))
 
@@ -160,20 +112,41 @@ START_TEST(a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting)
 }
 END_TEST
 
+/* A nice-0 waiter, a nice-19 worker. */
+static void nice_waiter(struct actor *a)
+{
+	require_nice_lending();
+	actor_start(a, 0, -1);
+}
+
+static void nice_worker(struct actor *a)
+{
+	actor_start(a, 19, -1);
+}
+
+static bool runs_at_nice_0(struct actor *a)
+{
+	return nice_of(a->tid) == 0;
+}
+
+static bool at_its_base(struct actor *a)
+{
+	struct kview now = kview_of(a->tid);
+
+	return kview_equal(&now, &a->base);
+}
+
+static void say_nice(struct actor *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "nice %d", nice_of(a->tid));
+}
+
+static const struct cv_lending nice_lending = { nice_waiter, nice_worker, runs_at_nice_0,
+                                                at_its_base, say_nice };
+
 START_TEST(a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait)
 {
-	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
-	struct actor w, s;
-
-	scene_start(&w, &s, &v);
-	ck_assert_int_eq(nice_of(s.tid), 19);
-	wait_on(&w, &v, 1);
-	ck_assert_msg(RAISED(s.tid), "the signaller is at nice %d while its nice-0 waiter sleeps",
-	              nice_of(s.tid));
-	wake_restores(&s, cv_signal, &v);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_quit(&w);
-	actor_quit(&s);
+	cv_waiter_lends_until_the_signal(&nice_lending);
 }
 END_TEST
 
@@ -201,18 +174,7 @@ END_TEST
 
 START_TEST(a_waiter_that_times_out_withdraws_its_lend)
 {
-	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
-	struct actor w, s;
-
-	scene_start(&w, &s, &v);
-	v.timeout_ns = 300 * 1000 * 1000;
-	wait_on(&w, &v, 1);
-	ck_assert_msg(RAISED(s.tid), "signaller at nice %d", nice_of(s.tid));
-	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
-	ck_assert_msg(nice_of(s.tid) == 19, "signaller still at nice %d after the timeout",
-	              nice_of(s.tid));
-	actor_quit(&w);
-	actor_quit(&s);
+	cv_waiter_times_out_and_withdraws(&nice_lending);
 }
 END_TEST
 
