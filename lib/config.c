@@ -181,6 +181,11 @@ static bool parse_top(const char *s, struct plk_config *c)
 	return parse_count(s, 1, &c->stats_top);
 }
 
+static bool parse_stats_pid(const char *s, struct plk_config *c)
+{
+	return parse_count(s, 1, &c->stats_pid);
+}
+
 /* The signals a report may be asked with: none that ends a program by
  * its default action but for the ones only sent on purpose (USR1, USR2,
  * the real-time ones), and none the C library or a terminal sends on
@@ -271,6 +276,8 @@ static const struct setting {
 	{ "STATS", parse_stats, "0 (or empty), 1 or all", "0" },
 	{ "STATS_FILE", parse_stats_file, "a file name, at most 4095 bytes", "none: the report "
 	  "goes to stderr" },
+	{ "STATS_PID", parse_stats_pid, "a process ID", "none: the first process to report "
+	  "takes the file's name" },
 	{ "STATS_SORT", parse_sort, "contended, wait, held or donations", "contended" },
 	{ "STATS_TOP", parse_top, "a number of rows, 1 or more", "10" },
 	{ "STATS_SIGNAL", parse_signal, "none, USR1, USR2, HUP, QUIT, WINCH, URG, RTMIN+N or "

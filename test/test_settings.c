@@ -154,7 +154,8 @@ static const struct { const char *var, *value; } report_refused[] = {
 	{ "PROXYLOCK_STATS_TOP", "-3" },      { "PROXYLOCK_STATS_SIGNAL", "KILL" },
 	{ "PROXYLOCK_STATS_SIGNAL", "INT" },  { "PROXYLOCK_STATS_SIGNAL", "SIGSTOP" },
 	{ "PROXYLOCK_STATS_SIGNAL", "9" },    { "PROXYLOCK_STATS_SIGNAL", "RTMIN+99" },
-	{ "PROXYLOCK_STATS_FILE", "" },
+	{ "PROXYLOCK_STATS_FILE", "" },       { "PROXYLOCK_STATS_PID", "0" },
+	{ "PROXYLOCK_STATS_PID", "-1" },      { "PROXYLOCK_STATS_PID", "12a" },
 };
 
 START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
@@ -164,7 +165,7 @@ START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
 
 	plk_config_defaults(&d);
 	ck_assert_msg(c->stats_sort == d.stats_sort && c->stats_top == d.stats_top &&
-	              c->stats_signal == d.stats_signal && !c->stats_file[0],
+	              c->stats_signal == d.stats_signal && !c->stats_file[0] && !c->stats_pid,
 	              "%s=%s changed a setting", report_refused[_i].var, report_refused[_i].value);
 	ck_assert_msg(strstr(said, report_refused[_i].var) && lines(said) == 1,
 	              "%s=%s: '%s'", report_refused[_i].var, report_refused[_i].value, said);
@@ -188,6 +189,9 @@ START_TEST(report_settings_are_read_as_meant)
 	ck_assert_int_eq(c.stats_signal, SIGRTMIN + 3);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "none", &c));
 	ck_assert_int_eq(c.stats_signal, 0);
+	ck_assert_int_eq(c.stats_pid, 0);
+	ck_assert_ptr_null(plk_setting_parse("STATS_PID", "4242", &c));
+	ck_assert_int_eq(c.stats_pid, 4242);
 	ck_assert_ptr_nonnull(plk_setting_parse("NO_SUCH", "1", &c));
 }
 END_TEST
