@@ -181,6 +181,11 @@ static bool parse_top(const char *s, struct plk_config *c)
 	return parse_count(s, 1, &c->stats_top);
 }
 
+static bool parse_stats_pid(const char *s, struct plk_config *c)
+{
+	return parse_count(s, 1, &c->stats_pid);
+}
+
 /* The signals a report may be asked with: the two only ever sent on
  * purpose (USR1, USR2) and the real-time ones glibc leaves to programs
  * (RTMIN to RTMAX); none a terminal, the kernel or the C library sends
@@ -270,6 +275,8 @@ static const struct setting {
 	{ "STATS", parse_stats, "0 (or empty), 1 or all", "0" },
 	{ "STATS_FILE", parse_stats_file, "a file name, at most 4095 bytes", "none: the report "
 	  "goes to stderr" },
+	{ "STATS_PID", parse_stats_pid, "a process ID", "none: the first process to report "
+	  "takes the file's name" },
 	{ "STATS_SORT", parse_sort, "contended, wait, held or donations", "contended" },
 	{ "STATS_TOP", parse_top, "a number of rows, 1 or more", "10" },
 	{ "STATS_SIGNAL", parse_signal, "none, USR1, USR2, RTMIN+N or RTMAX-N with N from 0 to "

@@ -56,9 +56,16 @@
  * the report at exit or ending is one JSON object in that file instead
  * (its fields are documented in proxylock(1)); "%p" is the process ID,
  * "%%" a "%".  A regular file is only ever created (O_EXCL, O_NOFOLLOW,
- * mode 0600), never truncated: if the name is taken and holds no "%p",
- * the report takes the name with the PID before its extension (r.json,
- * r.4242.json) and says so; if that is taken too, no report is written.
+ * mode 0600), never truncated.  A name without "%p" is the report of the
+ * process PROXYLOCK_STATS_PID names (`proxylock run` names the program it
+ * starts, so a helper that a shell or shim in front of it runs, and that
+ * ends first, does not take the program's name); every other process's
+ * report takes the name with its PID before the extension (r.json,
+ * r.4242.json), and says so if it has anything to say (--stats=all's
+ * empty reports of a shim's 40 helpers go quietly).  Without
+ * PROXYLOCK_STATS_PID the first process to report takes the name, and a
+ * later one the name with its PID, saying so.  If the name to take is
+ * taken too, no report is written.
  * A name that is no regular file nor symlink (/dev/null, a FIFO) is
  * written to.
  * A report on request goes to the requester: `proxylock report` queues
@@ -754,17 +761,23 @@ static int open_new(const char *path)
 static char report_path[PLK_STATS_FILE_MAX + 32];
 
 /* The JSON report into PROXYLOCK_STATS_FILE; false if it went nowhere and
- * the text is to follow on stderr. */
-static bool report_file(const char *pattern, enum why why, int sig)
+ * the text is to follow on stderr.  @notable: it has something to say
+ * (worth_saying). */
+static bool report_file(const struct plk_config *c, bool notable, enum why why, int sig)
 {
+	const char *pattern = c->stats_file;
+	bool other = c->stats_pid && c->stats_pid != (unsigned)getpid() && !strstr(pattern, "%p");
 	int fd;
 
-	if (!stats_path(report_path, sizeof(report_path), pattern, false)) {
+	if (!stats_path(report_path, sizeof(report_path), pattern, other)) {
 		say(report_fd, "proxylock: PROXYLOCK_STATS_FILE is too long; the report follows here\n");
 		return false;
 	}
 	fd = open_new(report_path);
-	if (fd < 0 && errno == EEXIST && !strstr(pattern, "%p")) {
+	if (fd >= 0 && other && notable)
+		say(report_fd, "proxylock: the report of pid %d is in %.300s\n", (int)getpid(),
+		    report_path);
+	if (fd < 0 && errno == EEXIST && !other && !strstr(pattern, "%p")) {
 		/* Another process of the same run took the name: one file a
 		 * process, as if %p had been given. */
 		if (stats_path(report_path, sizeof(report_path), pattern, true) &&
@@ -795,6 +808,7 @@ static void report_final(enum why why, int sig)
 	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
 	struct totals t;
 	size_t n, bytes;
+	bool notable;
 
 	if (c->stats_file[0]) {
 		/* Nothing to say: no file either, so that a shell's or a
@@ -802,7 +816,8 @@ static void report_final(enum why why, int sig)
 		rows = gather(fallback, &n, &bytes, &t, PLK_SORT_CONTENDED);
 		if (bytes)
 			munmap(rows, bytes);
-		if ((!c->stats_all && !worth_saying(&t)) || report_file(c->stats_file, why, sig))
+		notable = worth_saying(&t);
+		if ((!c->stats_all && !notable) || report_file(c, notable, why, sig))
 			return;
 	}
 	report_text(report_fd, why, sig, c->stats_all);

@@ -163,7 +163,8 @@ static const struct { const char *var, *value; } report_refused[] = {
 	 * number, RTMAX-36 WINCH's, RTMIN+31 past RTMAX */
 	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-52" }, { "PROXYLOCK_STATS_SIGNAL", "RTMAX-36" },
 	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-31" }, { "PROXYLOCK_STATS_SIGNAL", "RTMIN+31" },
-	{ "PROXYLOCK_STATS_FILE", "" },
+	{ "PROXYLOCK_STATS_FILE", "" },       { "PROXYLOCK_STATS_PID", "0" },
+	{ "PROXYLOCK_STATS_PID", "-1" },      { "PROXYLOCK_STATS_PID", "12a" },
 };
 
 START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
@@ -173,7 +174,7 @@ START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
 
 	plk_config_defaults(&d);
 	ck_assert_msg(c->stats_sort == d.stats_sort && c->stats_top == d.stats_top &&
-	              c->stats_signal == d.stats_signal && !c->stats_file[0],
+	              c->stats_signal == d.stats_signal && !c->stats_file[0] && !c->stats_pid,
 	              "%s=%s changed a setting", report_refused[_i].var, report_refused[_i].value);
 	ck_assert_msg(strstr(said, report_refused[_i].var) && lines(said) == 1,
 	              "%s=%s: '%s'", report_refused[_i].var, report_refused[_i].value, said);
@@ -203,6 +204,9 @@ START_TEST(report_settings_are_read_as_meant)
 	ck_assert_int_eq(c.stats_signal, SIGUSR1);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "none", &c));
 	ck_assert_int_eq(c.stats_signal, 0);
+	ck_assert_int_eq(c.stats_pid, 0);
+	ck_assert_ptr_null(plk_setting_parse("STATS_PID", "4242", &c));
+	ck_assert_int_eq(c.stats_pid, 4242);
 	ck_assert_ptr_nonnull(plk_setting_parse("NO_SUCH", "1", &c));
 }
 END_TEST
