@@ -104,7 +104,7 @@ static bool slot_take(const proxylock_lend_t *lend, pid_t *tid)
 /* Drop the entry of @lend's lend to @tid. */
 static void lend_drop(const proxylock_lend_t *lend, pid_t tid)
 {
-	struct plk_lend none = { .kinds = 0 };
+	struct plk_lends none = { .all.kinds = 0, .by_locks.kinds = 0 };
 
 	/* As a set, not plk_donate_withdraw_tid: a target blocked on a lock
 	 * carries the withdrawal down its chain, as it carried the lend. */
@@ -170,7 +170,7 @@ static int begin_args(pid_t tid, unsigned kinds, const proxylock_lend_t *lend)
 int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 {
 	struct plk_thread *me;
-	struct plk_lend l;
+	struct plk_lends l;
 	int err = begin_args(tid, kinds, lend);
 
 	if (err)
@@ -186,10 +186,10 @@ int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 	kinds &= proxylock_donate_kinds();
 	if (kinds)
 		plk_donate_waiter_refresh(me, 0);  /* lend what the caller has now */
-	plk_lend_init(&l);
+	plk_lends_init(&l);
 	plk_donate_fold(&l, me, kinds);
 	*lend = (proxylock_lend_t){ LEND_BEGUN, tid, kinds, 0 };
-	if (l.kinds) {
+	if (l.all.kinds) {
 		plk_donate_set(tid, lend, &l, 1);
 		plk_lend_flush();
 	}

@@ -16,6 +16,12 @@
  * costs a hash and a load more than glibc's), before glibc's post wakes
  * anyone.  sem_init and sem_destroy forget the semaphore's wakers.
  *
+ * A signal handler that interrupted its thread inside an internal
+ * critical section (plk_ilock_busy): its sem_post learns nothing and
+ * takes no lock, so it never waits (it is async-signal-safe); its wait
+ * that would block is refused with EDEADLK (docs/design.md, "Signal
+ * handlers inside the library").
+ *
  * Process-shared semaphores (sem_init with pshared, sem_open) pass
  * through untouched: their posters may be other processes.  glibc
  * (64-bit) keeps the futex flag for the semaphore in the int after its
@@ -94,6 +100,12 @@ static int sem_wait_lending(sem_t *s, int how, clockid_t clock, const struct tim
 	pthread_testcancel();
 	if (plk_real()->sem_trywait(s) == 0)
 		return 0;  /* it would not block: nothing to lend */
+	if (errno == EAGAIN && plk_ilock_busy()) {
+		/* A handler inside our critical section: no wait (a poster
+		 * may need the bucket its thread holds). */
+		errno = plk_ilock_busy_refuse("a signal handler's semaphore wait");
+		return -1;
+	}
 	if (errno != EAGAIN || !plk_wakers_wait_begin(key))
 		return real_wait(s, how, clock, abstime);
 	plk_lend_flush();
