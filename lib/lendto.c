@@ -86,16 +86,17 @@ static int begun_by_caller(void)
 	return n;
 }
 
-/* Take @lend's slot out of the table (X1); false if it is not the
- * caller's.  *@tid: its target. */
-static bool slot_take(const proxylock_lend_t *lend, pid_t *tid)
+/* Take @lend's slot out of the table (X1) if @take; false if it is not
+ * the caller's.  *@tid: its target. */
+static bool slot_take(const proxylock_lend_t *lend, pid_t *tid, bool take)
 {
 	int i;
 
 	plk_ilock_lock(&table_lock);
 	if ((i = slot_of(lend)) >= 0) {
 		*tid = table[i].tid;
-		table[i].handle = NULL;
+		if (take)
+			table[i].handle = NULL;
 	}
 	plk_ilock_unlock(&table_lock);
 	return i >= 0;
@@ -202,9 +203,13 @@ int proxylock_lend_end(proxylock_lend_t *lend)
 
 	if (!lend)
 		return EINVAL;
-	if (!slot_take(lend, &tid))
+	if (!slot_take(lend, &tid, false))
 		return lend->__magic == LEND_BEGUN ? EPERM : EINVAL;
+	/* The entry goes before the slot: until then a begin of the same
+	 * handle by another thread is refused (EBUSY), so our drop never
+	 * takes its new lend's entry (X1). */
 	lend_drop(lend, tid);
+	(void)slot_take(lend, &tid, true);
 	lend->__magic = 0;
 	return 0;
 }
