@@ -687,8 +687,8 @@ void plk_cond_deferred_run(void)
  * of @c, and what the rest lend follows (wakers.c, K1). */
 static void wakers_woke(struct plk_bucket *b, proxylock_cond_t *c)
 {
-	plk_wakers_note(b, cond_key(c));
-	plk_wakers_update(b, cond_key(c), 1);
+	(void)plk_wakers_note(b, cond_key(c));
+	plk_wakers_update(b, cond_key(c), 1);  /* the queue changed too */
 }
 
 /* Wake one or every waiter of @c, in batches. */

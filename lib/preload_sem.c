@@ -13,7 +13,8 @@
  * a deadline, EINTR, a cancellation: a cleanup handler).  sem_post notes
  * its caller as a waker of the semaphore while a waiter is registered
  * (a lock-free look at the table first, so a post with nobody waiting
- * costs a hash and a load more than glibc's), before glibc's post wakes
+ * costs a hash and a load more than glibc's), and if that changed the
+ * wakers lent to, updates the lends (K1), before glibc's post wakes
  * anyone.  sem_init and sem_destroy forget the semaphore's wakers.
  *
  * A signal handler that interrupted its thread inside an internal
@@ -144,8 +145,10 @@ PLK_EXPORT int sem_post(sem_t *s)
 
 		(void)plk_wakers_prepare(key);
 		b = plk_waitq_lock(key);
-		plk_wakers_note(b, key);
+		if (plk_wakers_note(b, key))
+			plk_wakers_update(b, key, 1);  /* K1: a waker replaced is lent no more */
 		plk_waitq_unlock(b);
+		plk_lend_flush();
 		errno = saved;
 	}
 	return plk_real()->sem_post(s);

@@ -45,8 +45,9 @@
  *
  * Invariants, under the bucket lock of the object's queue key:
  *  K1  The engine holds an entry keyed @key for thread T only if T is
- *      in the table entry's lent[]; every change of @key's queue or
- *      wakers is followed by an update before the bucket is dropped,
+ *      in the table entry's lent[]; every change of @key's queue or of
+ *      its wakers lent to (a sem_post's lesson too: plk_wakers_note
+ *      says) is followed by an update before the bucket is dropped,
  *      and an update leaves in lent[] exactly the eligible wakers while
  *      someone is queued, nobody otherwise.  So when the last waiter
  *      leaves (signal, broadcast, timeout, cancellation, a failed
@@ -158,20 +159,32 @@ bool plk_wakers_prepare(const void *key)
 	return n > 0;
 }
 
-void plk_wakers_note(struct plk_bucket *b, const void *key)
+/* The wakers of @e lent to (fresh), one bit each. */
+static unsigned fresh_mask(const struct wakers *e)
+{
+	unsigned mask = 0;
+
+	for (int i = 0; i < PLK_WAKERS_MAX; i++)
+		mask |= (unsigned)fresh(e, i) << i;
+	return mask;
+}
+
+bool plk_wakers_note(struct plk_bucket *b, const void *key)
 {
 	pid_t me = (pid_t)plk_tid();
 	struct wakers *e = find_or_make(key);
+	unsigned before;
 	int slot = 0;
 
 	(void)b;
 	if (!e)
-		return;
+		return false;
+	before = fresh_mask(e);
 	e->wakes++;
 	for (int i = 0; i < PLK_WAKERS_MAX; i++)
 		if (e->who[i] == me) {
 			e->when[i] = e->wakes;
-			return;
+			return fresh_mask(e) != before;  /* another aged out */
 		}
 	/* A free or forgotten slot, else the one whose last wake is oldest. */
 	for (int i = 0; i < PLK_WAKERS_MAX; i++) {
@@ -184,6 +197,7 @@ void plk_wakers_note(struct plk_bucket *b, const void *key)
 	}
 	__atomic_store_n(&e->who[slot], me, __ATOMIC_RELAXED);
 	e->when[slot] = e->wakes;
+	return true;
 }
 
 static bool listed(const pid_t *tids, pid_t tid)
