@@ -100,16 +100,17 @@ static int begun_by_caller(void)
 	return n;
 }
 
-/* Take @lend's slot out of the table (X1); false if it is not the
- * caller's.  *@tid: its target. */
-static bool slot_take(const proxylock_lend_t *lend, pid_t *tid)
+/* Take @lend's slot out of the table (X1) if @take; false if it is not
+ * the caller's.  *@tid: its target. */
+static bool slot_take(const proxylock_lend_t *lend, pid_t *tid, bool take)
 {
 	int i;
 
 	plk_ilock_lock(&lends.lock);
 	if ((i = slot_of(lend)) >= 0) {
 		*tid = lends.slot[i].tid;
-		lends.slot[i].handle = NULL;
+		if (take)
+			lends.slot[i].handle = NULL;
 	}
 	plk_ilock_unlock(&lends.lock);
 	return i >= 0;
@@ -118,7 +119,7 @@ static bool slot_take(const proxylock_lend_t *lend, pid_t *tid)
 /* Drop the entry of @lend's lend to @tid. */
 static void lend_drop(const proxylock_lend_t *lend, pid_t tid)
 {
-	struct plk_lend none = { .kinds = 0 };
+	struct plk_lends none = { .all.kinds = 0, .by_locks.kinds = 0 };
 
 	/* As a set, not plk_donate_withdraw_tid: a target blocked on a lock
 	 * carries the withdrawal down its chain, as it carried the lend. */
@@ -184,7 +185,7 @@ static int begin_args(pid_t tid, unsigned kinds, const proxylock_lend_t *lend)
 int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 {
 	struct plk_thread *me;
-	struct plk_lend l;
+	struct plk_lends l;
 	int err = begin_args(tid, kinds, lend);
 
 	if (err)
@@ -200,10 +201,10 @@ int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 	kinds &= proxylock_donate_kinds();
 	if (kinds)
 		plk_donate_waiter_refresh(me, 0);  /* lend what the caller has now */
-	plk_lend_init(&l);
+	plk_lends_init(&l);
 	plk_donate_fold(&l, me, kinds);
 	*lend = (proxylock_lend_t){ LEND_BEGUN, tid, kinds, (int32_t)plk_tid() };
-	if (l.kinds) {
+	if (l.all.kinds) {
 		plk_donate_set(tid, lend, &l, 1);
 		plk_lend_flush();
 	}
@@ -223,11 +224,15 @@ int proxylock_lend_end(proxylock_lend_t *lend)
 
 	if (!lend)
 		return EINVAL;
-	if (!slot_take(lend, &tid)) {
+	if (!slot_take(lend, &tid, false)) {
 		if (!begun_before_a_fork(lend))
 			return lend->__magic == LEND_BEGUN ? EPERM : EINVAL;
 	} else {
+		/* The entry goes before the slot: until then a begin of the
+		 * same handle by another thread is refused (EBUSY), so our
+		 * drop never takes its new lend's entry (X1). */
 		lend_drop(lend, tid);
+		(void)slot_take(lend, &tid, true);
 	}
 	lend->__magic = 0;
 	return 0;

@@ -13,8 +13,15 @@
  * a deadline, EINTR, a cancellation: a cleanup handler).  sem_post notes
  * its caller as a waker of the semaphore while a waiter is registered
  * (a lock-free look at the table first, so a post with nobody waiting
- * costs a hash and a load more than glibc's), before glibc's post wakes
+ * costs a hash and a load more than glibc's), and if that changed the
+ * wakers lent to, updates the lends (K1), before glibc's post wakes
  * anyone.  sem_init and sem_destroy forget the semaphore's wakers.
+ *
+ * A signal handler that interrupted its thread inside an internal
+ * critical section (plk_ilock_busy): its sem_post learns nothing and
+ * takes no lock, so it never waits (it is async-signal-safe); its wait
+ * that would block is refused with EDEADLK (docs/design.md, "Signal
+ * handlers inside the library").
  *
  * Process-shared semaphores (sem_init with pshared, sem_open) pass
  * through untouched: their posters may be other processes.  glibc
@@ -107,6 +114,12 @@ static int sem_wait_lending(sem_t *s, int how, clockid_t clock, const struct tim
 	pthread_testcancel();
 	if (plk_real()->sem_trywait(s) == 0)
 		return 0;  /* it would not block: nothing to lend */
+	if (errno == EAGAIN && plk_ilock_busy()) {
+		/* A handler inside our critical section: no wait (a poster
+		 * may need the bucket its thread holds). */
+		errno = plk_ilock_busy_refuse("a signal handler's semaphore wait");
+		return -1;
+	}
 	if (errno != EAGAIN || !plk_wakers_wait_begin(key))
 		return real_wait(s, how, clock, abstime);
 	plk_lend_flush();
@@ -145,8 +158,10 @@ PLK_EXPORT int sem_post(sem_t *s)
 
 		(void)plk_wakers_prepare(key);
 		b = plk_waitq_lock(key);
-		plk_wakers_note(b, key);
+		if (plk_wakers_note(b, key))
+			plk_wakers_update(b, key, 1);  /* K1: a waker replaced is lent no more */
 		plk_waitq_unlock(b);
+		plk_lend_flush();
 		errno = saved;
 	}
 	return plk_real()->sem_post(s);

@@ -338,6 +338,45 @@ START_TEST(a_semaphore_waiter_that_times_out_takes_its_uclamp_back_from_the_post
 }
 END_TEST
 
+/*
+ * The second review of issue 31 (C1): a semaphore waiter whose context
+ * was never read lends no context it does not have.  W1 and W2 (19),
+ * new threads that never used the library, wait before any poster is
+ * learned (so nothing made them read their context); P (19) posts once:
+ * learned, it is lent what the waiter still asleep has: 19, not a new
+ * record's zeroes (nice 0).
+ */
+START_TEST(a_semaphore_waiter_whose_context_was_never_read_lends_only_what_it_has)
+{
+	struct worker w1, w2, p;
+
+	require_root_two_cpus();
+	ck_assert_int_eq(sem_init(&sem, 0, 0), 0);
+	sem_timeout_ns = 0;
+	worker_start(&w1, 19);
+	worker_start(&w2, 19);
+	worker_start(&p, 19);
+	worker_post(&w1, sem_waits, NULL);
+	ck_assert(eventually(sem_sleepers(&sem) == 1 && thread_sleeping(w1.tid), bound_ms(2000)));
+	worker_post(&w2, sem_waits, NULL);
+	ck_assert(eventually(sem_sleepers(&sem) == 2 && thread_sleeping(w2.tid), bound_ms(2000)));
+	worker_post(&p, sem_posts, NULL);
+	ck_assert_int_eq(worker_wait(&p), 0);
+	/* The one woken has left (its wait's end lent the other's context). */
+	ck_assert(eventually(!__atomic_load_n(&w1.busy, __ATOMIC_ACQUIRE) ||
+	                     !__atomic_load_n(&w2.busy, __ATOMIC_ACQUIRE), bound_ms(2000)));
+	ck_assert_msg(nice_of(p.tid) == 19, "poster nice %d (kernel's view) while only nice-19 "
+	              "threads wait", nice_of(p.tid));
+	ck_assert_int_eq(sem_post(&sem), 0);
+	ck_assert_int_eq(worker_wait(&w1), 0);
+	ck_assert_int_eq(worker_wait(&w2), 0);
+	worker_quit(&w1);
+	worker_quit(&w2);
+	worker_quit(&p);
+	ck_assert_int_eq(sem_destroy(&sem), 0);
+}
+END_TEST
+
 /* --- condvars -------------------------------------------------------- */
 
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
@@ -440,6 +479,7 @@ static Suite *preload_wakers_suite(void)
 	tcase_add_test(tc, a_semaphore_waiter_lends_to_its_poster_until_its_wait_ends);
 	tcase_add_test(tc, a_semaphore_wait_that_times_out_withdraws_its_lend);
 	tcase_add_test(tc, a_semaphore_that_can_be_taken_lends_nothing);
+	tcase_add_test(tc, a_semaphore_waiter_whose_context_was_never_read_lends_only_what_it_has);
 	tcase_add_test(tc, a_pthread_condvar_waiter_lends_to_its_signaller);
 	tcase_add_test(tc, semaphore_and_condvar_waits_between_equals_make_no_scheduler_call);
 	suite_add_tcase(s, tc);
