@@ -40,6 +40,11 @@ function f(key,   i, a) {
 	for (i = 1; i <= 5; i++)
 		printf "%s,%s,2,%d,%s,%s,us\n", bench, name, cs * 1000, m[i], f(k[i]) >> csv
 	printf "%s,%s,2,%d,cs_on_big,%s,%%\n", bench, name, cs * 1000, f("cs_big_pct") >> csv
+	if (sc == "cond") {
+		crows = crows sprintf("| %s | %s | %s | %s | %s |\n", d, f("wait_p50_us"), f("wait_p99_us"),
+			f("cs_big_pct"), f("restored"))
+		next
+	}
 	if (sc != "") {
 		rrows = rrows sprintf("| %s | %s | %s | %s | %s |\n", sc, d, f("wait_p99_us"),
 			f("cs_wall_p99_us"), f("cs_big_pct"))
@@ -54,5 +59,7 @@ END {
 	printf "| impl | lent | wait p50 | wait p99 | wait max | cs wall p50 | cs on big %% |\n| --- | --- | --- | --- | --- | --- | --- |\n%s", rows >> md
 	printf "\nThe reverse (issue 30): a big foreground holder (nice 0, uclamp_min 1024, anywhere), a little background waiter (nice 15, uclamp_max 300, pinned to the little CPUs); the holder alone.\n\n" >> md
 	printf "| scenario | lent | waiter wait p99 | holder cs wall p99 | holder cs on big %% |\n| --- | --- | --- | --- | --- |\n%s", rrows >> md
+	printf "\nA wait for work (issue 31): the big task posts a job and waits on a condvar for its result; a worker with the small task'"'"'s context does it, no lock held, and signals.\n\n" >> md
+	printf "| lent | wait p50 | wait p99 | work on big %% | worker at its own uclamp after |\n| --- | --- | --- | --- | --- |\n%s", crows >> md
 }' "$res"
 echo "bench: inversion-biglittle: $(wc -l <"$res") contenders added to results.csv" >&2

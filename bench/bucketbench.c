@@ -247,11 +247,11 @@ static double engine_pairs_once(pid_t tid, const struct plk_sched_ctx *w, unsign
 	static int key;
 	struct proxylock_stats a, b;
 	struct plk_bucket *bk;
-	struct plk_lend l;
+	struct plk_lends l;
 	uint64_t t0, t1;
 
-	plk_lend_init(&l);
-	plk_lend_add(&l, w, kinds);
+	plk_lends_init(&l);
+	plk_lend_add(&l.all, w, kinds);
 	plk_lend_prepare(NULL);
 	(void)plk_registry_reserve(tid);
 	proxylock_stats_get(&a);

@@ -56,12 +56,29 @@
  * (BIGLITTLE_REVERSE=2).  A rule that moved a holder onto its waiters'
  * CPUs whoever they are would run it on the crowded little ones.
  *
+ * The condvar scenario (issue 31, BIGLITTLE_COND=1): a wait for work, not
+ * for a lock.  The same hogs; the big task (as above, on a big CPU) posts
+ * a job and waits on a condvar for its result; a worker with the small
+ * task's context (nice 15, uclamp_max 300) does the job (the same
+ * critical section's work, no lock held) and signals the result under
+ * the condvar's mutex.  Between jobs the worker goes home to its little
+ * CPU as the small task does, and polls for the next job there (a sleep
+ * would let wake-up placement decide where it runs).  The big task's
+ * wait lends its clamps to the condvar's learned waker, the worker:
+ * uclamp_min 1024 makes it a misfit on the little CPU and the scheduler
+ * moves it to a big one.  After each result the worker reads its own
+ * attributes (sched_getattr): once its signal and unlock have returned,
+ * the wait is over and it must be back at its own clamps (restored=);
+ * the next job is posted only after that read, so that the next wait's
+ * lend is not what it sees.
+ *
  * One mode per process: the library's PROXYLOCK_DONATE decides what is
  * lent (none, uclamp, all).  Built twice: linked with libproxylock, and as
  * biglittle-pthread, plain pthread calls, a proxylock only under the
  * LD_PRELOAD interposer.  Prints one line:
  *   BIGLITTLE impl=... donate=... cs_us= wait_p50_us= wait_p99_us= wait_max_us=
  *     cs_wall_p50_us= cs_wall_p99_us= cs_big_pct= waits= cs=
+ *     [scenario=reverse|reverse-alone|cond] [restored=N/M (cond)]
  * cs_big_pct: the share of sched_getcpu() samples, taken all through the
  * critical sections, that were on a big CPU.
  *
@@ -95,8 +112,11 @@
 
 #ifdef BIGLITTLE_PTHREAD
 static pthread_mutex_t lock;
+static pthread_cond_t result_cv;
 #define LOCK() pthread_mutex_lock(&lock)
 #define UNLOCK() pthread_mutex_unlock(&lock)
+#define WAIT_RESULT() pthread_cond_wait(&result_cv, &lock)
+#define SIGNAL_RESULT() pthread_cond_signal(&result_cv)
 
 /* The library's calls if the interposer is loaded (it exports them). */
 static unsigned kinds_if_loaded(const char *name)
@@ -111,8 +131,11 @@ static unsigned kinds_if_loaded(const char *name)
 #define IMPL (dlsym(RTLD_DEFAULT, "proxylock_caps") ? "preload" : "glibc")
 #else
 static proxylock_mutex_t lock;
+static proxylock_cond_t result_cv;
 #define LOCK() proxylock_mutex_lock(&lock)
 #define UNLOCK() proxylock_mutex_unlock(&lock)
+#define WAIT_RESULT() proxylock_cond_wait(&result_cv, &lock)
+#define SIGNAL_RESULT() proxylock_cond_signal(&result_cv)
 #define IMPL "proxylock"
 #endif
 
@@ -122,7 +145,9 @@ static int stop;
 static long cs_us = 20000;      /* the critical section's work, in us on an idle big CPU */
 static uint64_t units_per_ms;   /* calibrated on an idle big CPU */
 static int small_nice = 15, go_home = 1, hog_umax = 300, gap_sleep_us = 0;
-static int gap_us = 2000, big_period_us = 1000, reverse;
+static int gap_us = 2000, big_period_us = 1000, reverse, cond;
+static int job, result, checked;    /* the condvar scenario's: posted, done, worker read */
+static int restored, restore_checks; /* the worker at its own clamps after a result */
 
 static int nwaits, ncs;
 static uint64_t waits[MAX_SAMPLES], walls[MAX_SAMPLES];
@@ -214,24 +239,28 @@ static void section(void)
 	samples_all += na;
 }
 
-static void *small_task(void *p)
+/* Home: a little CPU, then free to go anywhere. */
+static void home(void)
 {
 	int all[MAX_CPUS];
 
-	(void)p;
 	for (int i = 0; i < ncpus; i++)
 		all[i] = i;
+	pin(&little[0], 1);
+	pin(all, ncpus);
+}
+
+static void *small_task(void *p)
+{
+	(void)p;
 	context(small_nice, 0, 300);
 	if (!go_home)
-		pin(&little[0], 1), pin(all, ncpus);
+		home();
 	while (running()) {
 		uint64_t t0;
 
-		/* Home: a little CPU, then free to go anywhere. */
-		if (go_home) {
-			pin(&little[0], 1);
-			pin(all, ncpus);
-		}
+		if (go_home)
+			home();
 		/* A gap outside the lock (BIGLITTLE_GAP_US, 2 ms), spinning
 		 * on the little CPU: a sleep would let the woken task run its
 		 * fresh slice at once, and a migrated task is placed with a
@@ -266,6 +295,72 @@ static void *big_task(void *p)
 		UNLOCK();
 		usleep((useconds_t)big_period_us);
 	}
+	return NULL;
+}
+
+/* Does the caller run at exactly @nice, uclamp @umin..@umax (the kernel's view)? */
+static bool at_context(int nice, int umin, int umax)
+{
+	struct plk_sched_attr a;
+
+	return plk_sched_getattr(0, &a) == 0 && a.sched_nice == nice &&
+	       a.sched_util_min == (uint32_t)umin && a.sched_util_max == (uint32_t)umax;
+}
+
+/* The condvar scenario's worker: the small task's context, no lock held
+ * for its work; the result is signalled under the mutex. */
+static void *cond_worker(void *p)
+{
+	(void)p;
+	context(small_nice, 0, 300);
+	while (running()) {
+		uint64_t t0;
+
+		home();
+		t0 = clk(CLOCK_MONOTONIC);  /* the gap, as the small task's */
+		while (clk(CLOCK_MONOTONIC) - t0 < (uint64_t)gap_us * 1000 && running())
+			;
+		while (!__atomic_load_n(&job, __ATOMIC_ACQUIRE))
+			;  /* the waiter posts one more as it leaves */
+		__atomic_store_n(&job, 0, __ATOMIC_RELAXED);
+		section();
+		LOCK();
+		result = 1;
+		SIGNAL_RESULT();
+		UNLOCK();
+		restore_checks++;
+		restored += at_context(small_nice, 0, 300);
+		__atomic_store_n(&checked, 1, __ATOMIC_RELEASE);  /* before the next job's wait lends */
+	}
+	return NULL;
+}
+
+/* The condvar scenario's big task: posts a job, waits for its result. */
+static void *cond_waiter(void *p)
+{
+	(void)p;
+	pin(&big[0], 1);
+	context(0, 1024, 1024);
+	__atomic_store_n(&checked, 1, __ATOMIC_RELAXED);
+	while (running()) {
+		uint64_t t0;
+		int rc = 0;
+
+		while (!__atomic_load_n(&checked, __ATOMIC_ACQUIRE))
+			usleep(100);  /* the worker has read its own clamps */
+		__atomic_store_n(&checked, 0, __ATOMIC_RELAXED);
+		t0 = clk(CLOCK_MONOTONIC);
+		LOCK();
+		__atomic_store_n(&job, 1, __ATOMIC_RELEASE);
+		while (!result && rc == 0)
+			rc = WAIT_RESULT();
+		result = 0;
+		UNLOCK();
+		if (nwaits < MAX_SAMPLES)
+			waits[nwaits++] = clk(CLOCK_MONOTONIC) - t0;
+		usleep((useconds_t)big_period_us);
+	}
+	__atomic_store_n(&job, 1, __ATOMIC_RELEASE);  /* the worker may be polling for one */
 	return NULL;
 }
 
@@ -414,6 +509,7 @@ int main(int argc, char **argv)
 	gap_sleep_us = knob("BIGLITTLE_GAP_SLEEP_US", gap_sleep_us, 0, 10000000);
 	hog_umax = knob("BIGLITTLE_HOG_UMAX", hog_umax, 0, 1024);
 	reverse = knob("BIGLITTLE_REVERSE", reverse, 0, 2);
+	cond = knob("BIGLITTLE_COND", cond, 0, 1);
 	if (!read_capacities()) {
 		fprintf(stderr, "biglittle: every CPU has the same cpu_capacity: not a big.LITTLE machine"
 		                " (run it in the arm64 guest: test/arm64/run-arm64.sh biglittle)\n");
@@ -422,13 +518,18 @@ int main(int argc, char **argv)
 	calibrate();
 #ifdef BIGLITTLE_PTHREAD
 	pthread_mutex_init(&lock, NULL);  /* a proxylock under the interposer */
+	pthread_cond_init(&result_cv, NULL);
 #else
 	proxylock_mutex_init(&lock, NULL);  /* donates what PROXYLOCK_DONATE allows */
+	proxylock_cond_init(&result_cv, CLOCK_REALTIME);
 #endif
 	for (int i = 0; i < nlittle; i++)
 		pthread_create(&hogs[i], NULL, hog, (void *)(intptr_t)little[i]);
 	usleep(50000);  /* let the hogs own the little CPUs */
-	if (reverse) {
+	if (cond) {
+		pthread_create(&small, NULL, cond_worker, NULL);
+		pthread_create(&bigt, NULL, cond_waiter, NULL);
+	} else if (reverse) {
 		pthread_create(&bigt, NULL, big_holder, NULL);
 		if (reverse == 1)
 			pthread_create(&small, NULL, little_waiter, NULL);
@@ -458,6 +559,8 @@ int main(int argc, char **argv)
 	       samples_all ? 100.0 * (double)samples_big / (double)samples_all : 0.0, nwaits, ncs);
 	if (reverse)
 		printf(" scenario=%s", reverse == 1 ? "reverse" : "reverse-alone");
+	if (cond)
+		printf(" scenario=cond restored=%d/%d", restored, restore_checks);
 	/* How much of a CPU each hog got (its work against an idle big CPU's). */
 	printf(" hog_pct=");
 	for (int i = 0; i < nlittle; i++)
@@ -470,9 +573,10 @@ int main(int argc, char **argv)
 	struct proxylock_stats st;
 
 	proxylock_stats_get(&st);
-	printf(" contended=%llu donations=%llu lent_uclamp=%llu setattr_calls=%llu",
+	printf(" contended=%llu donations=%llu lent_uclamp=%llu lent_cond=%llu setattr_calls=%llu",
 	       (unsigned long long)st.contended, (unsigned long long)st.donations,
-	       (unsigned long long)st.lent_uclamp, (unsigned long long)st.setattr_calls);
+	       (unsigned long long)st.lent_uclamp, (unsigned long long)st.lent_cond,
+	       (unsigned long long)st.setattr_calls);
 #endif
 	printf("\n");
 	return 0;

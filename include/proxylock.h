@@ -151,7 +151,7 @@ typedef struct proxylock_lend {
 	uint32_t __magic;
 	int32_t __tid;
 	uint32_t __kinds;
-	uint32_t __reserved;
+	int32_t __lender;
 } proxylock_lend_t;
 
 /* Where a boosted owner may run (proxylock_affinity_policy_set). */

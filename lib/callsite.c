@@ -31,10 +31,16 @@
  * which symbol covers it (its .symtab if not stripped, else .dynsym).
  * Not dladdr: it takes the loader's lock, which a signal may have
  * interrupted (and it sees .dynsym only).  Mapped files are cached for
- * one report and unmapped after it.
+ * one report and unmapped after it.  The work is bounded where the
+ * report asks (from a signal handler, report.c): the maps are indexed
+ * once, each address is a binary search there, and only so many
+ * addresses get a symbol-table search (a pass over a table that can
+ * hold 10^5 symbols); the NAMED first are remembered, the rest, once
+ * the searches run out, are "module+offset".
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <string.h>
@@ -143,55 +149,34 @@ void plk_site_take(struct plk_site *s, uintptr_t ra)
 #endif
 #define MAPS_MAX (4u << 20)  /* bytes of /proc/self/maps read at most */
 #define FILES 8              /* files mapped at once for one report */
+#define NAMED 128            /* names kept for addresses already named */
+
+/* One line of /proc/self/maps: a file's mapping. */
+struct range {
+	uintptr_t lo, hi;
+	uint64_t off;        /* the file offset at lo */
+	const char *path;    /* into maps, '\n'-ended */
+};
 
 struct plk_symbols {
 	char *maps;          /* /proc/self/maps, NUL-terminated */
 	size_t maps_len;
+	struct range *ranges;  /* its file mappings, by address (as the kernel lists them) */
+	size_t nranges, ranges_bytes;
+	unsigned searches;   /* symbol-table searches left; UINT_MAX: unbounded */
+	unsigned long by_offset;  /* addresses named by module and offset: no search left */
 	struct file {
 		char path[256];
 		const unsigned char *map;
 		size_t len;
 	} files[FILES];
 	int nfiles;
+	struct named {
+		uintptr_t pc;
+		char name[160];
+	} named[NAMED];
+	int nnamed;
 };
-
-struct plk_symbols *plk_symbols_open(void)
-{
-	struct plk_symbols *sy = mmap(NULL, MAPS_MAX, PROT_READ | PROT_WRITE,
-	                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	size_t n = 0;
-	int fd;
-
-	if (sy == MAP_FAILED)
-		return NULL;
-	sy->maps = (char *)(sy + 1);
-	if ((fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0) {
-		munmap(sy, MAPS_MAX);
-		return NULL;
-	}
-	for (;;) {
-		size_t room = MAPS_MAX - sizeof(*sy) - 1 - n;
-		ssize_t r = room ? read(fd, sy->maps + n, room) : 0;
-
-		if (r <= 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	sy->maps[n] = 0;
-	sy->maps_len = n;
-	return sy;
-}
-
-void plk_symbols_close(struct plk_symbols *sy)
-{
-	if (!sy)
-		return;
-	for (int i = 0; i < sy->nfiles; i++)
-		if (sy->files[i].map)
-			munmap((void *)sy->files[i].map, sy->files[i].len);
-	munmap(sy, MAPS_MAX);
-}
 
 static uintptr_t hex(const char **p)
 {
@@ -209,40 +194,121 @@ static uintptr_t hex(const char **p)
 	}
 }
 
+/* The maps text's lines that map a file, as ranges into @out (NULL:
+ * counted only); their number. */
+static size_t ranges_of(const char *maps, struct range *out)
+{
+	size_t n = 0;
+
+	for (const char *line = maps; *line;) {
+		const char *p = line, *end = strchr(line, '\n'), *path;
+		struct range r;
+
+		if (!end)
+			end = line + strlen(line);
+		r.lo = hex(&p);
+		p++;
+		r.hi = hex(&p);
+		/* perms, then the offset */
+		while (p < end && *p == ' ')
+			p++;
+		while (p < end && *p != ' ')
+			p++;
+		while (p < end && *p == ' ')
+			p++;
+		r.off = hex(&p);
+		if ((path = memchr(p, '/', (size_t)(end - p)))) {
+			r.path = path;
+			if (out)
+				out[n] = r;
+			n++;
+		}
+		line = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+struct plk_symbols *plk_symbols_open(unsigned searches)
+{
+	struct plk_symbols *sy = mmap(NULL, MAPS_MAX, PROT_READ | PROT_WRITE,
+	                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t n = 0;
+	int fd;
+
+	if (sy == MAP_FAILED)
+		return NULL;
+	sy->maps = (char *)(sy + 1);
+	sy->searches = searches ? searches : UINT_MAX;
+	if ((fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)) < 0) {
+		munmap(sy, MAPS_MAX);
+		return NULL;
+	}
+	for (;;) {
+		size_t room = MAPS_MAX - sizeof(*sy) - 1 - n;
+		ssize_t r = room ? read(fd, sy->maps + n, room) : 0;
+
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	sy->maps[n] = 0;
+	sy->maps_len = n;
+	/* Indexed once: each address is then a binary search, not a pass
+	 * over the text (a report from a signal is bounded work). */
+	sy->ranges_bytes = (ranges_of(sy->maps, NULL) + 1) * sizeof(struct range);
+	sy->ranges = mmap(NULL, sy->ranges_bytes, PROT_READ | PROT_WRITE,
+	                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (sy->ranges == MAP_FAILED)
+		sy->ranges = NULL;
+	else
+		sy->nranges = ranges_of(sy->maps, sy->ranges);
+	return sy;
+}
+
+void plk_symbols_close(struct plk_symbols *sy)
+{
+	if (!sy)
+		return;
+	for (int i = 0; i < sy->nfiles; i++)
+		if (sy->files[i].map)
+			munmap((void *)sy->files[i].map, sy->files[i].len);
+	if (sy->ranges)
+		munmap(sy->ranges, sy->ranges_bytes);
+	munmap(sy, MAPS_MAX);
+}
+
+unsigned long plk_symbols_by_offset(const struct plk_symbols *sy)
+{
+	return sy ? sy->by_offset : 0;
+}
+
 /* The file @pc lies in, into @path, and its offset there; false if none
  * (anonymous memory, or not in the maps read). */
 static bool map_of(const struct plk_symbols *sy, uintptr_t pc, char *path, size_t len,
                    uint64_t *off)
 {
-	const char *line = sy->maps;
+	size_t lo = 0, hi = sy->nranges;
 
-	while (*line) {
-		const char *p = line, *end = strchr(line, '\n');
-		uintptr_t lo, hi, foff;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct range *r = &sy->ranges[mid];
 
-		if (!end)
-			end = line + strlen(line);
-		lo = hex(&p);
-		p++;
-		hi = hex(&p);
-		if (pc >= lo && pc < hi) {
-			/* perms, then the offset */
-			while (p < end && *p == ' ')
-				p++;
-			while (p < end && *p != ' ')
-				p++;
-			while (p < end && *p == ' ')
-				p++;
-			foff = hex(&p);
-			p = memchr(p, '/', (size_t)(end - p));
-			if (!p || (size_t)(end - p) >= len)
+		if (pc < r->lo) {
+			hi = mid;
+		} else if (pc >= r->hi) {
+			lo = mid + 1;
+		} else {
+			const char *end = strchr(r->path, '\n');
+			size_t n = end ? (size_t)(end - r->path) : strlen(r->path);
+
+			if (n >= len)
 				return false;
-			memcpy(path, p, (size_t)(end - p));
-			path[end - p] = 0;
-			*off = pc - lo + foff;
+			memcpy(path, r->path, n);
+			path[n] = 0;
+			*off = pc - r->lo + r->off;
 			return true;
 		}
-		line = *end ? end + 1 : end;
 	}
 	return false;
 }
@@ -343,7 +409,7 @@ static const char *symbol_of(const struct file *f, uint64_t off, uint64_t *vaddr
 void plk_symbol_name(struct plk_symbols *sy, uintptr_t pc, char *buf, size_t len)
 {
 	char path[256];
-	const struct file *f;
+	const struct file *f = NULL;
 	const char *module, *name = NULL;
 	uint64_t off, vaddr = 0, start = 0;
 
@@ -351,11 +417,27 @@ void plk_symbol_name(struct plk_symbols *sy, uintptr_t pc, char *buf, size_t len
 		snprintf(buf, len, "%#lx", (unsigned long)pc);
 		return;
 	}
+	for (int i = 0; i < sy->nnamed; i++)
+		if (sy->named[i].pc == pc) {
+			snprintf(buf, len, "%s", sy->named[i].name);
+			return;
+		}
 	module = strrchr(path, '/') + 1;
+	if (!sy->searches) {
+		sy->by_offset++;
+		snprintf(buf, len, "%s+%#llx", module, (unsigned long long)off);
+		return;
+	}
+	if (sy->searches != UINT_MAX)
+		sy->searches--;
 	if ((f = file_of(sy, path)))
 		name = symbol_of(f, off, &vaddr, &start);
 	if (name && *name)
 		snprintf(buf, len, "%s!%s+%#llx", module, name, (unsigned long long)(vaddr - start));
 	else
 		snprintf(buf, len, "%s+%#llx", module, (unsigned long long)(f && vaddr ? vaddr : off));
+	if (sy->nnamed < NAMED) {
+		sy->named[sy->nnamed].pc = pc;
+		snprintf(sy->named[sy->nnamed++].name, sizeof(sy->named[0].name), "%s", buf);
+	}
 }

@@ -42,16 +42,21 @@ PLK_HIDDEN void plk_site_take(struct plk_site *s, uintptr_t ra);
 struct plk_symbols;
 
 /** plk_symbols_open - a lookup for this process's addresses as mapped
- * now; NULL if /proc/self/maps cannot be read (the names are then bare
- * addresses). */
-PLK_HIDDEN struct plk_symbols *plk_symbols_open(void);
+ * now, which searches symbol tables for at most @searches addresses
+ * (0: no bound) and names the others by module and offset; NULL if
+ * /proc/self/maps cannot be read (the names are then bare addresses). */
+PLK_HIDDEN struct plk_symbols *plk_symbols_open(unsigned searches);
+
+/** plk_symbols_by_offset - how many names @sy gave by module and offset
+ * because its searches had run out. */
+PLK_HIDDEN unsigned long plk_symbols_by_offset(const struct plk_symbols *sy);
 
 /** plk_symbols_close - unmap all @sy mapped (NULL: nothing). */
 PLK_HIDDEN void plk_symbols_close(struct plk_symbols *sy);
 
 /** plk_symbol_name - return address @pc as "module!function+0xoff",
- * "module+0xaddr" where no symbol covers it, or "0xaddr" where no file
- * does, into @buf. */
+ * "module+0xaddr" where no symbol covers it or no search is left, or
+ * "0xaddr" where no file does, into @buf. */
 PLK_HIDDEN void plk_symbol_name(struct plk_symbols *sy, uintptr_t pc, char *buf, size_t len);
 
 #endif /* PLK_CALLSITE_H */

@@ -58,13 +58,13 @@ static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
 	unsigned kinds = plk_lend_kinds(m);
 	uint32_t w = plk_word(m);
 	struct plk_thread *t;
-	struct plk_lend lend;
+	struct plk_lends lend;
 
 	pid_t owner = plk_owner_tid_locked(w);  /* no syscall under the bucket */
 
 	if (!kinds || !(w & PLK_WAITERS) || owner == 0)
 		return;
-	plk_lend_init(&lend);
+	plk_lends_init(&lend);
 	plk_waitq_for_each(b, m, t)
 		plk_donate_fold(&lend, t, kinds);
 	plk_donate_set(owner, m, &lend, depth);
@@ -109,13 +109,13 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	uint32_t w = plk_rw_word(rw);
 	pid_t tids[PLK_RW_LEND_MAX];
 	struct plk_thread *t;
-	struct plk_lend lend;
+	struct plk_lends lend;
 	bool queued = false;
 	int n;
 
 	if (!kinds || !(w & PLK_RW_WAITERS) || w == PLK_RW_DESTROYED)
 		return;
-	plk_lend_init(&lend);
+	plk_lends_init(&lend);
 	plk_waitq_for_each(b, plk_rw_key(rw), t) {
 		plk_donate_fold(&lend, t, kinds);
 		queued = true;

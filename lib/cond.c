@@ -517,16 +517,25 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 		return EINVAL;
 	if (!ops && !plk_owned_by_self(plk_word(m), plk_tid()))
 		return EPERM;
+	/* A handler inside our critical section: no record made, no wait,
+	 * the mutex kept (docs/design.md, "Signal handlers inside the
+	 * library"). */
+	if (plk_ilock_busy())
+		return plk_ilock_busy_refuse("a signal handler's condvar wait");
 	tsan_internal_begin(c);
 	me = plk_thread_self();
-	if (!me || plk_blocked_key(me) || plk_ilock_busy()) {  /* no record, or queued (a handler's wait) */
+	if (!me || plk_blocked_key(me)) {  /* no record, or queued (a handler's wait) */
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
 	/* A condvar wait is long: what it lends, to its mutex's next owner
-	 * or to the condvar's wakers, is read now. */
+	 * or to the condvar's wakers, is read now; if it lends to neither,
+	 * a copy never verified is, so that a waker learned while it waits
+	 * is lent what it has (C1). */
 	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_lend_kinds(m)))
 		plk_donate_waiter_refresh(me, 0);
+	else if (proxylock_donate_kinds())
+		plk_donate_waiter_refresh(me, PLK_REFRESH_UNVERIFIED);
 	b = plk_waitq_lock(cond_key(c));
 	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);
@@ -678,8 +687,8 @@ void plk_cond_deferred_run(void)
  * of @c, and what the rest lend follows (wakers.c, K1). */
 static void wakers_woke(struct plk_bucket *b, proxylock_cond_t *c)
 {
-	plk_wakers_note(b, cond_key(c));
-	plk_wakers_update(b, cond_key(c), 1);
+	(void)plk_wakers_note(b, cond_key(c));
+	plk_wakers_update(b, cond_key(c), 1);  /* the queue changed too */
 }
 
 /* Wake one or every waiter of @c, in batches. */

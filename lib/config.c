@@ -181,21 +181,24 @@ static bool parse_top(const char *s, struct plk_config *c)
 	return parse_count(s, 1, &c->stats_top);
 }
 
-/* The signals a report may be asked with: none that ends a program by
- * its default action but for the ones only sent on purpose (USR1, USR2,
- * the real-time ones), and none the C library or a terminal sends on
- * its own; INT and TERM already give one (lockstat.c). */
+static bool parse_stats_pid(const char *s, struct plk_config *c)
+{
+	return parse_count(s, 1, &c->stats_pid);
+}
+
+/* The signals a report may be asked with: the two only ever sent on
+ * purpose (USR1, USR2) and the real-time ones glibc leaves to programs
+ * (RTMIN to RTMAX); none a terminal, the kernel or the C library sends
+ * on its own (HUP, QUIT, WINCH, URG, ...), and INT and TERM already give
+ * one (report.c).  A real-time name stays in its range: RTMAX-52 is no
+ * name for USR2. */
 static const struct { const char *name; int sig; } signal_names[] = {
-	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP }, { "QUIT", SIGQUIT },
-	{ "WINCH", SIGWINCH }, { "URG", SIGURG },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 },
 };
 
 static bool signal_allowed(int sig)
 {
-	for (int i = 0; i < COUNT(signal_names); i++)
-		if (signal_names[i].sig == sig)
-			return true;
-	return sig >= SIGRTMIN && sig <= SIGRTMAX;
+	return sig == SIGUSR1 || sig == SIGUSR2 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
 }
 
 void plk_signal_name(int sig, char *buf, unsigned long len)
@@ -215,10 +218,11 @@ void plk_signal_name(int sig, char *buf, unsigned long len)
 		snprintf(buf, len, "%d", sig);
 }
 
-/* USR1, SIGUSR1, RTMIN+N, RTMAX-N, a number, or none (0). */
+/* USR1, SIGUSR1, RTMIN+N, RTMAX-N (N up to RTMAX - RTMIN), such a
+ * signal's number, or none (0). */
 static bool parse_signal(const char *s, struct plk_config *c)
 {
-	unsigned n = 0;
+	unsigned n = 0, span = (unsigned)(SIGRTMAX - SIGRTMIN);
 	int sig = -1;
 
 	if (strcmp(s, "none") == 0 || strcmp(s, "0") == 0) {
@@ -232,9 +236,9 @@ static bool parse_signal(const char *s, struct plk_config *c)
 			sig = signal_names[i].sig;
 	if (strcmp(s, "RTMIN") == 0 || strcmp(s, "RTMAX") == 0)
 		sig = s[3] == 'I' ? SIGRTMIN : SIGRTMAX;
-	else if (strncmp(s, "RTMIN+", 6) == 0 && parse_count(s + 6, 0, &n) && n <= 64)
+	else if (strncmp(s, "RTMIN+", 6) == 0 && parse_count(s + 6, 0, &n) && n <= span)
 		sig = SIGRTMIN + (int)n;
-	else if (strncmp(s, "RTMAX-", 6) == 0 && parse_count(s + 6, 0, &n) && n <= 64)
+	else if (strncmp(s, "RTMAX-", 6) == 0 && parse_count(s + 6, 0, &n) && n <= span)
 		sig = SIGRTMAX - (int)n;
 	else if (sig < 0 && parse_count(s, 1, &n) && n <= 64)
 		sig = (int)n;
@@ -271,10 +275,13 @@ static const struct setting {
 	{ "STATS", parse_stats, "0 (or empty), 1 or all", "0" },
 	{ "STATS_FILE", parse_stats_file, "a file name, at most 4095 bytes", "none: the report "
 	  "goes to stderr" },
+	{ "STATS_PID", parse_stats_pid, "a process ID", "none: the first process to report "
+	  "takes the file's name" },
 	{ "STATS_SORT", parse_sort, "contended, wait, held or donations", "contended" },
 	{ "STATS_TOP", parse_top, "a number of rows, 1 or more", "10" },
-	{ "STATS_SIGNAL", parse_signal, "none, USR1, USR2, HUP, QUIT, WINCH, URG, RTMIN+N or "
-	  "RTMAX-N (with or without SIG), or such a signal's number", "RTMAX-2" },
+	{ "STATS_SIGNAL", parse_signal, "none, USR1, USR2, RTMIN+N or RTMAX-N with N from 0 to "
+	  "RTMAX-RTMIN (30 with glibc), with or without SIG, or such a signal's number",
+	  "RTMAX-2" },
 	{ "PI", parse_pi, "auto, proxy or kernel", "auto" },
 };
 

@@ -14,12 +14,16 @@
  *                         thread
  *   PROXYLOCK_STATS_FILE  the report as JSON in this file ("%p": the
  *                         process ID, implied before the extension when
- *                         absent; lockstat.c)
+ *                         absent; report.c)
+ *   PROXYLOCK_STATS_PID   with STATS_FILE: the process whose report takes
+ *                         the name as given; every other one's has its PID
+ *                         (proxylock run: the program's; report.c)
  *   PROXYLOCK_STATS_SORT  wait | contended | held | donations (default
  *                         contended): the order of the report's rows
  *   PROXYLOCK_STATS_TOP   N >= 1: rows in the text report (default 10)
- *   PROXYLOCK_STATS_SIGNAL a signal (USR1, SIGUSR2, RTMIN+3, a number)
- *                         that asks for a report now, or none (default
+ *   PROXYLOCK_STATS_SIGNAL USR1, USR2 or a real-time signal (RTMIN+3,
+ *                         SIGRTMAX-1, a number) that asks for a report
+ *                         now, or none (default
  *                         RTMAX-2 while stats are on; report.c)
  *   PROXYLOCK_PI          auto | proxy | kernel (default auto): whether
  *                         the interposer makes PTHREAD_PRIO_INHERIT
@@ -53,6 +57,7 @@ struct plk_config {
 	int stats_signal;      /* PROXYLOCK_STATS_SIGNAL: a signal number, 0 for none */
 	int pi;                /* PROXYLOCK_PI: PLK_PI_* */
 	char stats_file[PLK_STATS_FILE_MAX];  /* PROXYLOCK_STATS_FILE, or "" */
+	unsigned stats_pid;    /* PROXYLOCK_STATS_PID, or 0: the first to report */
 };
 
 enum { PLK_PI_AUTO, PLK_PI_PROXY, PLK_PI_KERNEL };

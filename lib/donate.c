@@ -10,6 +10,15 @@
  * E(W), so chains compose).  The engine knows locks only as keys: the
  * lock layer (chain.c) says who owns what and what its queue lends.
  *
+ * Two lends.  Beside E(T), T has E_L(T): B(T) combined with only what
+ * its locks and explicit lends pass on, which is what T lends the wakers
+ * of a condvar or semaphore it waits on (wakers.c says why, and why no
+ * lend then keeps itself round a cycle).  So each entry of T.held holds
+ * both folds of its queue (struct plk_lends): of the waiters' E(W), and
+ * of their E_L(W); a wait for work's entry has nothing in the second.
+ * A change of either is a change of what T lends where it waits, and
+ * walks the chain; only E(T) is applied.
+ *
  * Order.  E(T) is computed under internal locks: a lock's bucket lock
  * (which pins its owner) and T's record lock.  The kernel is made to
  * agree later, by plk_donate_apply(), once the caller holds no internal
@@ -95,31 +104,43 @@ static void lend_env(struct plk_lend_env *env)
 	env->capacity = plk_sched_capacity();
 }
 
-/*
- * E(T) from B(T) and T.held; bump T.gen if it changed.  t->lock held.
- * The CPUs T passes on and their rank are part of it: a change of those
- * alone (a lender of the CPUs T already has comes or goes) changes what
- * T lends the lock it waits on, so it is a new generation too, and the
- * chain is walked; the apply then finds nothing to set.
- */
-static void recompute(struct plk_thread *t)
+/* Make *@ctx, *@cpus B(T) combined with T.held's lends (@by_locks: the
+ * second of each entry's two); true if that changed them.  t->lock held. */
+static bool combine_held(struct plk_thread *t, const struct plk_lend_env *env, bool by_locks,
+                         struct plk_sched_ctx *ctx, struct plk_cpu_owner *cpus)
 {
 	struct plk_sched_ctx eff;
-	struct plk_lend_env env;
 	struct plk_cpu_owner own;
 	struct plk_lend all;
 
-	lend_env(&env);
 	plk_lend_init(&all);
 	for (int i = 0; i < t->nheld; i++)
-		plk_lend_merge(&all, &t->held[i].lend);
-	plk_lend_combine(&t->base, &all, &env, &eff, &own);
-	if (!plk_sched_equal(&eff, &t->eff) || own.rank != t->eff_cpus.rank ||
-	    !CPU_EQUAL(&own.cpus, &t->eff_cpus.cpus)) {
-		t->eff = eff;
-		t->eff_cpus = own;
+		plk_lend_merge(&all, by_locks ? &t->held[i].lend.by_locks : &t->held[i].lend.all);
+	plk_lend_combine(&t->base, &all, env, &eff, &own);
+	if (plk_sched_equal(&eff, ctx) && own.rank == cpus->rank && CPU_EQUAL(&own.cpus, &cpus->cpus))
+		return false;
+	*ctx = eff;
+	*cpus = own;
+	return true;
+}
+
+/*
+ * E(T) and E_L(T) from B(T) and T.held; bump T.gen if E(T) changed.
+ * t->lock held.  The CPUs T passes on and their rank are part of it: a
+ * change of those alone (a lender of the CPUs T already has comes or
+ * goes) changes what T lends the lock it waits on, so it is a new
+ * generation too, and the chain is walked; the apply then finds nothing
+ * to set.  Returns true if E_L(T) changed (what T lends a wait for
+ * work's wakers: the chain is walked for that too).
+ */
+static bool recompute(struct plk_thread *t)
+{
+	struct plk_lend_env env;
+
+	lend_env(&env);
+	if (combine_held(t, &env, false, &t->eff, &t->eff_cpus))
 		t->gen++;
-	}
+	return combine_held(t, &env, true, &t->eff_locks, &t->eff_locks_cpus);
 }
 
 /* Is work due for the token holder?  t->lock held. */
@@ -153,14 +174,16 @@ static void held_first(struct plk_thread *t)
 	t->base_check = true;
 }
 
-/* Set (l->kinds != 0) or clear t's entry for @lock, and recompute E(T).
- * t->lock held.  Returns true if E(T) changed. */
-static bool held_set(struct plk_thread *t, const void *lock, const struct plk_lend *l)
+/* Set (l->all.kinds != 0) or clear t's entry for @lock, and recompute
+ * E(T) and E_L(T).  t->lock held.  Returns true if either changed: what
+ * T lends where it waits changed. */
+static bool held_set(struct plk_thread *t, const void *lock, const struct plk_lends *l)
 {
 	uint64_t gen = t->gen;
 	int i = held_find(t, lock);
+	bool locks_changed;
 
-	if (l->kinds == 0) {
+	if (l->all.kinds == 0) {
 		if (i < 0)
 			return false;
 		t->held[i] = t->held[--t->nheld];
@@ -177,10 +200,10 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 		}
 		t->held[i].lend = *l;
 	}
-	recompute(t);
+	locks_changed = recompute(t);
 	if (t->gen != gen)
 		t->lent_lock = lock;
-	return t->gen != gen;
+	return t->gen != gen || locks_changed;
 }
 
 /* --- the deferred-apply list ----------------------------------------- */
@@ -228,70 +251,61 @@ bool plk_donate_next_deferred(struct plk_apply *out)
 
 /* --- entry points under a bucket lock -------------------------------- */
 
-void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
+/*
+ * Has @w's context ever been read?  A new record's B(W) is zeroes
+ * (SCHED_OTHER, nice 0), which it must never lend: a waiter re-reads
+ * its own before it queues where its wait lends (plk_donate_waiter_refresh),
+ * and until then lends nothing (the second review of issue 31, C1: two
+ * nice-19 semaphore waiters lent their poster nice 0).  base_ns is set
+ * by every read.  w->lock held.
+ */
+static bool context_read(const struct plk_thread *w)
 {
-	plk_ilock_lock(&w->lock);
-	plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
-	plk_ilock_unlock(&w->lock);
+	return w->base_ns != 0;
 }
 
-/* Is @key a wait for work's (a condvar's or a semaphore's queue key)? */
-static bool waker_key(const void *key)
+void plk_donate_fold(struct plk_lends *l, struct plk_thread *w, unsigned kinds)
 {
-	uintptr_t tag = (uintptr_t)key & 3u;
-
-	return tag == PLK_COND_TAG || tag == PLK_SEM_TAG;
+	plk_ilock_lock(&w->lock);
+	if (context_read(w)) {
+		plk_lend_add_ranked(&l->all, &w->eff, &w->eff_cpus, kinds);
+		plk_lend_add_ranked(&l->by_locks, &w->eff_locks, &w->eff_locks_cpus, kinds);
+	}
+	plk_ilock_unlock(&w->lock);
 }
 
 void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w, unsigned kinds)
 {
-	struct plk_sched_ctx eff;
-	struct plk_cpu_owner own;
-	struct plk_lend_env env;
-	struct plk_lend all;
-	bool skipped = false;
-
 	plk_ilock_lock(&w->lock);
-	lend_env(&env);
-	plk_lend_init(&all);
-	for (int i = 0; i < w->nheld; i++) {
-		if (waker_key(w->held[i].lock))
-			skipped = true;
-		else
-			plk_lend_merge(&all, &w->held[i].lend);
-	}
-	if (skipped) {
-		plk_lend_combine(&w->base, &all, &env, &eff, &own);
-		plk_lend_add_ranked(l, &eff, &own, kinds);
-	} else {
-		plk_lend_add_ranked(l, &w->eff, &w->eff_cpus, kinds);
-	}
+	if (context_read(w))
+		plk_lend_add_ranked(l, &w->eff_locks, &w->eff_locks_cpus, kinds);
 	plk_ilock_unlock(&w->lock);
 }
 
-void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l, int depth)
+void plk_donate_set(pid_t owner, const void *lock, const struct plk_lends *l, int depth)
 {
 	struct plk_thread *o = plk_thread_lock_tid(owner, PLK_RECORD_RESERVED);
 	bool changed;
 	void *next;
 
 	if (!o) {
-		if (l->kinds)
+		if (l->all.kinds)
 			plk_stat_inc(chain_truncated);  /* no record to spare */
 		return;
 	}
 	changed = held_set(o, lock, l);
 	/* The queue it waits on, for the chain walk: read here, where the
-	 * record is known to be @owner's. */
+	 * record is known to be @owner's.  A change of E_L alone walks with
+	 * nothing to apply. */
 	next = changed ? plk_blocked_key(o) : NULL;
-	if (apply_due(o))
+	if (apply_due(o) || next)
 		defer(o, owner, next, depth);
 	plk_thread_unlock(o);
 }
 
 void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 {
-	struct plk_lend none = { .kinds = 0 };
+	struct plk_lends none = { .all.kinds = 0, .by_locks.kinds = 0 };
 	struct plk_thread *t = plk_thread_lock_tid(tid, PLK_RECORD_FIND);
 
 	void *next;
@@ -299,7 +313,7 @@ void plk_donate_withdraw_tid(pid_t tid, const void *lock)
 	if (!t)
 		return;
 	next = held_set(t, lock, &none) ? plk_blocked_key(t) : NULL;
-	if (apply_due(t))
+	if (apply_due(t) || next)
 		defer(t, tid, next, 0);
 	plk_thread_unlock(t);
 }
@@ -385,7 +399,7 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
 	t->base_ns = ns;
 	t->base_unverified = false;
 	t->base_check = false;
-	recompute(t);
+	(void)recompute(t);  /* applied, not walked: docs/design.md, Known limits */
 	return true;
 }
 
@@ -597,10 +611,11 @@ void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns)
 	plk_ilock_lock(&self->lock);
 	/* Only while nothing is lent or being installed: then the kernel's
 	 * view is B(self).  A copy read within @max_age_ns stands, unless it
-	 * says RT: a policy or priority changed since must never be lent
-	 * (I4). */
+	 * says RT (a policy or priority changed since must never be lent:
+	 * I4), or is unverified and the caller asks only for that. */
 	if (self->nheld == 0 && !apply_due(self) && !self->view_stale &&
-	    (now_ns - self->base_ns >= max_age_ns || plk_sched_is_rt(self->base.policy)) &&
+	    (now_ns - self->base_ns >= max_age_ns || plk_sched_is_rt(self->base.policy) ||
+	     (max_age_ns == PLK_REFRESH_UNVERIFIED && self->base_unverified)) &&
 	    plk_sched_equal(&self->applied, &self->base) && plk_thread_token_take(self)) {
 		self->base_unverified = true;
 		if (base_reread(self, tid))
@@ -784,7 +799,7 @@ static void base_adopt(struct plk_sched_ctx *base, const struct plk_sched_ctx *n
  */
 void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 {
-	struct plk_lend none = { .kinds = 0 };
+	struct plk_lends none = { .all.kinds = 0, .by_locks.kinds = 0 };
 	pid_t tid = (pid_t)plk_tid();
 	uint64_t now_ns = plk_now_ns();
 
@@ -812,7 +827,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	struct plk_cpu_owner own0;
 	struct plk_thread *t;
 	uint64_t ns;
-	bool ok, read;
+	bool ok, read, locks_changed = false;
 
 	if (!(t = token_for(tid, true)))
 		return set(arg);
@@ -837,13 +852,14 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		t->applied = now;
 		t->eff = now;        /* E(T) changed: a new generation, as always */
 		t->gen++;
-		recompute(t);        /* and the lend again on top of the new base */
+		locks_changed = recompute(t);  /* and the lend again on top of the new base */
 	}
 	/* If T waits on a lock, what it lends that lock's owner changed too:
 	 * the caller's plk_lend_flush walks the chain (nothing is applied
 	 * twice: the apply below leaves nothing due). */
-	if (read && (!plk_sched_equal(&eff0, &t->eff) || own0.rank != t->eff_cpus.rank ||
-	             !CPU_EQUAL(&own0.cpus, &t->eff_cpus.cpus)) && plk_blocked_key(t))
+	if (read && (locks_changed || !plk_sched_equal(&eff0, &t->eff) ||
+	             own0.rank != t->eff_cpus.rank || !CPU_EQUAL(&own0.cpus, &t->eff_cpus.cpus)) &&
+	    plk_blocked_key(t))
 		defer(t, tid, plk_blocked_key(t), 0);
 	apply_locked(t, tid, ns);
 	return ok;

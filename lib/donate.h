@@ -29,16 +29,15 @@ struct plk_apply {
 
 /**
  * plk_donate_fold - under the bucket of the lock @w is queued on: fold
- * E(@w), for @kinds, into lend @l.
+ * E(@w) into l->all and E_L(@w) into l->by_locks, for @kinds; nothing if
+ * @w's context was never read (a new record's zeroes are no context).
  */
-PLK_HIDDEN void plk_donate_fold(struct plk_lend *l, struct plk_thread *w, unsigned kinds);
+PLK_HIDDEN void plk_donate_fold(struct plk_lends *l, struct plk_thread *w, unsigned kinds);
 
 /**
  * plk_donate_fold_for_wakers - plk_donate_fold for a wait for work's
- * wakers: E(@w) without what @w is lent by waits for work itself (only
- * by its locks and explicit lends).  Wakers can wait for each other
- * without a deadlock, and a lend passed round such a cycle would keep
- * itself for ever.
+ * wakers: E_L(@w) only, what @w's locks and explicit lends lend it, not
+ * its waits for work (wakers.c: no lend keeps itself round a cycle).
  */
 PLK_HIDDEN void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w,
                                            unsigned kinds);
@@ -46,12 +45,13 @@ PLK_HIDDEN void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread
 /**
  * plk_donate_set - under @lock's bucket lock, @owner seen owning @lock
  * with PLK_WAITERS set (I3): record that @lock's waiters lend @owner @l
- * (l->kinds == 0: nothing, drop the entry) and recompute E(owner).  A
+ * (l->all.kinds == 0: nothing, drop the entry) and recompute E(owner)
+ * and E_L(owner).  A
  * record for @owner comes from the registry's reserve (no allocation
  * here).  If the kernel must be told, an apply is deferred (see
  * plk_donate_next_deferred); @depth: its chain depth.
  */
-PLK_HIDDEN void plk_donate_set(pid_t owner, const void *lock, const struct plk_lend *l,
+PLK_HIDDEN void plk_donate_set(pid_t owner, const void *lock, const struct plk_lends *l,
                                int depth);
 
 /**
@@ -88,9 +88,12 @@ PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 /**
  * plk_donate_waiter_refresh - no internal lock held, before @self queues:
  * if nothing is lent to it and its copy of its base context was read
- * @max_age_ns ago or more (0: always) or says RT, re-read it from the
- * kernel, so that what it lends is what it has (two syscalls).
+ * @max_age_ns ago or more (0: always; PLK_REFRESH_UNVERIFIED: only if
+ * the copy is unverified, a new record's included) or says RT, re-read
+ * it from the kernel, so that what it lends is what it has (two
+ * syscalls).
  */
+#define PLK_REFRESH_UNVERIFIED UINT64_MAX
 PLK_HIDDEN void plk_donate_waiter_refresh(struct plk_thread *self, uint64_t max_age_ns);
 
 /* What fork's prepare copies of the forking thread (donate.c, Fork). */

@@ -9,7 +9,8 @@
  * kept our locks, those would wait for the forking thread, or their
  * holders for ours (issue 35).  What a child must find empty it finds
  * so from the kernel, before any handler runs in it: the bucket table
- * and the wakers table beside it, the thread records and their table, the free list, the counters and
+ * and the wakers table beside it, the table of explicit lends, the thread
+ * records and their table, the free list, the counters and
  * the process's identity are on pages marked MADV_WIPEONFORK (registry.h,
  * Identity).  So prepare only copies the forking thread's base context
  * and what of ours the kernel has (it adopts or makes its record first,
@@ -84,6 +85,7 @@ static __attribute__((constructor)) void fork_hooks_install(void)
 	plk_registry_fork_init();
 	plk_waitq_fork_init();
 	plk_wakers_fork_init();
+	plk_lendto_fork_init();
 	plk_stats_fork_init();
 	/* The record key made at load, among the program's first keys:
 	 * glibc keeps the first 32 in each thread's own block, so setting

@@ -60,6 +60,16 @@ void plk_futex_wake(uint32_t *addr, int n)
 	futex_wake_via(syscall, addr, n);
 }
 
+int plk_ilock_busy_refuse(const char *what)
+{
+#ifdef PLK_LOCKCHECK
+	plk_lockcheck_violation(what);
+#else
+	(void)what;
+#endif
+	return EDEADLK;
+}
+
 void plk_ilock_lock_slow(plk_ilock_t *l)
 {
 	uint32_t c;

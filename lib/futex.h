@@ -130,6 +130,15 @@ static inline bool plk_ilock_busy(void)
 	return __atomic_load_n(&plk_ilock_depth, __ATOMIC_RELAXED) != 0;
 }
 
+/**
+ * plk_ilock_busy_refuse - a signal handler's lock or wait found its
+ * thread holding or taking an internal lock (plk_ilock_busy) and cannot
+ * have what it asked for at once: it must not wait (docs/design.md,
+ * "Signal handlers inside the library"), so it is refused.  Returns
+ * EDEADLK; with -Dlockcheck, reports @what (a fixed string) first.
+ */
+PLK_HIDDEN int plk_ilock_busy_refuse(const char *what);
+
 /* Count an internal lock as held, before its word is taken. */
 static inline void plk_ilock_enter(void)
 {

@@ -24,6 +24,14 @@ struct plk_lend {
 	                           * waiters only (lend.c, the CPU rule) */
 };
 
+/* What a queue lends a thread (donate.c, "Two lends"): @all, the fold of
+ * its waiters' E(W); @by_locks, the fold of their E_L(W), which is all
+ * that passes on from there to a wait for work's wakers. */
+struct plk_lends {
+	struct plk_lend all;
+	struct plk_lend by_locks;
+};
+
 /* Everything a combination depends on besides the base and the lend. */
 struct plk_lend_env {
 	int affinity;                        /* PROXYLOCK_AFFINITY_* */
@@ -66,6 +74,13 @@ struct plk_cpu_owner {
  */
 PLK_HIDDEN void plk_lend_add_ranked(struct plk_lend *l, const struct plk_sched_ctx *w,
                                     const struct plk_cpu_owner *own, unsigned kinds);
+
+/** plk_lends_init - both lends of @l empty. */
+static inline void plk_lends_init(struct plk_lends *l)
+{
+	plk_lend_init(&l->all);
+	plk_lend_init(&l->by_locks);
+}
 
 /** plk_lend_merge - fold lend @l (another lock's) into @into. */
 PLK_HIDDEN void plk_lend_merge(struct plk_lend *into, const struct plk_lend *l);

@@ -20,18 +20,25 @@
  *  X2  A lender that exits with lends begun has them dropped by its
  *      key's destructor, so no target stays raised by a dead thread
  *      (the handles' memory is gone by then: the table keeps copies).
- * A fork child keeps the forking thread's slots (its pthread_self() is
- * the parent's); their targets are parent threads, of which the child
- * has no record: its ends drop nothing and succeed.
+ *  X3  A fork child has no lend begun, however it was made (fork(),
+ *      _Fork(), a raw fork): the table and its lock are on a page the
+ *      kernel wipes in a child (wipeonfork.h).  Where it cannot (no
+ *      MADV_WIPEONFORK, pages over 4 KiB), fork()'s child handler empties
+ *      them, and a child made without handlers keeps its parent's.
+ *      Every target of a parent's lend is a parent thread.  The survivor's end of a handle it began before
+ *      the fork (the handle names its lender's TID, a fork alias in the
+ *      child) has nothing to drop and succeeds once.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
 #include "lendto.h"
 #include "registry.h"
+#include "wipeonfork.h"
 
 #define PLK_LEND_NEST_MAX 8   /* lends begun by one thread at once */
 #define PLK_LENDS_MAX 64      /* lends begun in the process at once */
@@ -41,9 +48,9 @@
  * The lends begun, process-wide: a fixed table, not TLS (the library's
  * static TLS is what a dlopen must find room for, and this would take
  * 132 bytes a thread).  A slot is free while its handle is NULL.  The
- * lender is named by pthread_self(), which a fork child's thread keeps.
- * Under table_lock, an internal lock taken alone (a leaf), with no
- * syscall under it.
+ * lender is named by pthread_self().  Under the table's lock, an
+ * internal lock taken alone (a leaf), with no syscall under it.  Both on
+ * a page of their own, wiped in a fork child (X3).
  */
 struct lend_slot {
 	const proxylock_lend_t *handle;
@@ -51,60 +58,68 @@ struct lend_slot {
 	pid_t tid;
 };
 
-static struct lend_slot table[PLK_LENDS_MAX];
-static plk_ilock_t table_lock;
+/* Aligned as a type, so that its size is a whole page too. */
+struct lend_table {
+	struct lend_slot slot[PLK_LENDS_MAX];
+	plk_ilock_t lock;
+} __attribute__((aligned(4096)));
+
+static struct lend_table lends;
+static bool lends_wipe_on_fork;
+_Static_assert(sizeof(lends) == 4096, "the table of lends is one page");
 
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 static bool key_ready;
 
-/* The slot of @lend begun by the caller, or -1; table_lock held. */
+/* The slot of @lend begun by the caller, or -1; the table's lock held. */
 static int slot_of(const proxylock_lend_t *lend)
 {
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
-		if (table[i].handle == lend && pthread_equal(table[i].lender, pthread_self()))
+		if (lends.slot[i].handle == lend && pthread_equal(lends.slot[i].lender, pthread_self()))
 			return i;
 	return -1;
 }
 
-/* Is @lend begun, by any thread?  Its address names the lend; table_lock held. */
+/* Is @lend begun, by any thread?  Its address names the lend; the table's lock held. */
 static bool handle_begun(const proxylock_lend_t *lend)
 {
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
-		if (table[i].handle == lend)
+		if (lends.slot[i].handle == lend)
 			return true;
 	return false;
 }
 
-/* The caller's lends begun; table_lock held. */
+/* The caller's lends begun; the table's lock held. */
 static int begun_by_caller(void)
 {
 	int n = 0;
 
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
-		n += table[i].handle && pthread_equal(table[i].lender, pthread_self());
+		n += lends.slot[i].handle && pthread_equal(lends.slot[i].lender, pthread_self());
 	return n;
 }
 
-/* Take @lend's slot out of the table (X1); false if it is not the
- * caller's.  *@tid: its target. */
-static bool slot_take(const proxylock_lend_t *lend, pid_t *tid)
+/* Take @lend's slot out of the table (X1) if @take; false if it is not
+ * the caller's.  *@tid: its target. */
+static bool slot_take(const proxylock_lend_t *lend, pid_t *tid, bool take)
 {
 	int i;
 
-	plk_ilock_lock(&table_lock);
+	plk_ilock_lock(&lends.lock);
 	if ((i = slot_of(lend)) >= 0) {
-		*tid = table[i].tid;
-		table[i].handle = NULL;
+		*tid = lends.slot[i].tid;
+		if (take)
+			lends.slot[i].handle = NULL;
 	}
-	plk_ilock_unlock(&table_lock);
+	plk_ilock_unlock(&lends.lock);
 	return i >= 0;
 }
 
 /* Drop the entry of @lend's lend to @tid. */
 static void lend_drop(const proxylock_lend_t *lend, pid_t tid)
 {
-	struct plk_lend none = { .kinds = 0 };
+	struct plk_lends none = { .all.kinds = 0, .by_locks.kinds = 0 };
 
 	/* As a set, not plk_donate_withdraw_tid: a target blocked on a lock
 	 * carries the withdrawal down its chain, as it carried the lend. */
@@ -120,14 +135,14 @@ static void lender_exit(void *arg)
 		const proxylock_lend_t *lend = NULL;
 		pid_t tid = 0;
 
-		plk_ilock_lock(&table_lock);
+		plk_ilock_lock(&lends.lock);
 		for (int i = 0; i < PLK_LENDS_MAX && !lend; i++)
-			if (table[i].handle && pthread_equal(table[i].lender, pthread_self())) {
-				lend = table[i].handle;
-				tid = table[i].tid;
-				table[i].handle = NULL;
+			if (lends.slot[i].handle && pthread_equal(lends.slot[i].lender, pthread_self())) {
+				lend = lends.slot[i].handle;
+				tid = lends.slot[i].tid;
+				lends.slot[i].handle = NULL;
 			}
-		plk_ilock_unlock(&table_lock);
+		plk_ilock_unlock(&lends.lock);
 		if (!lend)
 			return;
 		lend_drop(lend, tid);
@@ -144,17 +159,17 @@ static int slot_add(const proxylock_lend_t *lend, pid_t tid)
 {
 	int err = EAGAIN;
 
-	plk_ilock_lock(&table_lock);
+	plk_ilock_lock(&lends.lock);
 	if (handle_begun(lend)) {
 		err = EBUSY;  /* another thread's end would drop both lends' entry */
 	} else if (begun_by_caller() < PLK_LEND_NEST_MAX) {
 		for (int i = 0; i < PLK_LENDS_MAX && err; i++)
-			if (!table[i].handle) {
-				table[i] = (struct lend_slot){ lend, pthread_self(), tid };
+			if (!lends.slot[i].handle) {
+				lends.slot[i] = (struct lend_slot){ lend, pthread_self(), tid };
 				err = 0;
 			}
 	}
-	plk_ilock_unlock(&table_lock);
+	plk_ilock_unlock(&lends.lock);
 	return err;
 }
 
@@ -170,13 +185,13 @@ static int begin_args(pid_t tid, unsigned kinds, const proxylock_lend_t *lend)
 int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 {
 	struct plk_thread *me;
-	struct plk_lend l;
+	struct plk_lends l;
 	int err = begin_args(tid, kinds, lend);
 
 	if (err)
 		return err;
 	pthread_once(&key_once, key_init);
-	if (!(me = plk_thread_self()) || !key_ready || pthread_setspecific(exit_key, table) != 0 ||
+	if (!(me = plk_thread_self()) || !key_ready || pthread_setspecific(exit_key, &lends) != 0 ||
 	    !plk_registry_reserve(tid))
 		return ENOMEM;
 	if ((err = slot_add(lend, tid)))
@@ -186,14 +201,21 @@ int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 	kinds &= proxylock_donate_kinds();
 	if (kinds)
 		plk_donate_waiter_refresh(me, 0);  /* lend what the caller has now */
-	plk_lend_init(&l);
+	plk_lends_init(&l);
 	plk_donate_fold(&l, me, kinds);
-	*lend = (proxylock_lend_t){ LEND_BEGUN, tid, kinds, 0 };
-	if (l.kinds) {
+	*lend = (proxylock_lend_t){ LEND_BEGUN, tid, kinds, (int32_t)plk_tid() };
+	if (l.all.kinds) {
 		plk_donate_set(tid, lend, &l, 1);
 		plk_lend_flush();
 	}
 	return 0;
+}
+
+/* @lend was begun before a fork by the caller, a fork's survivor (X3). */
+static bool begun_before_a_fork(const proxylock_lend_t *lend)
+{
+	return lend->__magic == LEND_BEGUN && plk_tid() == plk_forked_tid() &&
+	       plk_fork_alias((uint32_t)lend->__lender);
 }
 
 int proxylock_lend_end(proxylock_lend_t *lend)
@@ -202,18 +224,27 @@ int proxylock_lend_end(proxylock_lend_t *lend)
 
 	if (!lend)
 		return EINVAL;
-	if (!slot_take(lend, &tid))
-		return lend->__magic == LEND_BEGUN ? EPERM : EINVAL;
-	lend_drop(lend, tid);
+	if (!slot_take(lend, &tid, false)) {
+		if (!begun_before_a_fork(lend))
+			return lend->__magic == LEND_BEGUN ? EPERM : EINVAL;
+	} else {
+		/* The entry goes before the slot: until then a begin of the
+		 * same handle by another thread is refused (EBUSY), so our
+		 * drop never takes its new lend's entry (X1). */
+		lend_drop(lend, tid);
+		(void)slot_take(lend, &tid, true);
+	}
 	lend->__magic = 0;
 	return 0;
 }
 
+void plk_lendto_fork_init(void)
+{
+	lends_wipe_on_fork = plk_bss_wipe_on_fork(&lends, sizeof(lends));
+}
+
 void plk_lendto_fork_child(void)
 {
-	/* Only the forking thread lives on: the other lenders' slots go. */
-	for (int i = 0; i < PLK_LENDS_MAX; i++)
-		if (table[i].handle && !pthread_equal(table[i].lender, pthread_self()))
-			table[i].handle = NULL;
-	table_lock.word = 0;
+	if (!lends_wipe_on_fork)
+		memset(&lends, 0, sizeof(lends));
 }

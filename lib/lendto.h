@@ -8,8 +8,10 @@
 
 #include "futex.h"
 
-/** plk_lendto_fork_child - the fork child: only the forking thread's
- * lends stay begun. */
+/** plk_lendto_fork_init - at load: mark the table of lends begun
+ * MADV_WIPEONFORK if the kernel can.  plk_lendto_fork_child - empty it
+ * if it could not: a fork child has no lend begun (lendto.c, X3). */
+PLK_HIDDEN void plk_lendto_fork_init(void);
 PLK_HIDDEN void plk_lendto_fork_child(void);
 
 #endif /* PLK_LENDTO_H */

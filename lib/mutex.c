@@ -162,8 +162,9 @@ static int unusable(const proxylock_mutex_t *m, uint32_t w)
 /* --- slow lock: queue and sleep -------------------------------------- */
 
 /*
- * Out of memory for a thread record: wait without queueing (no donation),
- * yielding.  The owner never sees PLK_WAITERS from us, so M1 is unaffected.
+ * Out of memory for a thread record, or a signal handler's lock inside
+ * a wait of its thread: wait without queueing (no donation), yielding.
+ * The owner never sees PLK_WAITERS from us, so M1 is unaffected.
  */
 static int lock_yielding(proxylock_mutex_t *m, uint32_t self, clockid_t clock,
                          const struct timespec *abstime)
@@ -352,16 +353,14 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 }
 
 
-/* The caller's record, if it may queue: not one already queued elsewhere,
- * nor one its interrupted code is queueing (a signal handler's lock
- * inside a wait of its thread, or inside our critical section: a record
- * is on one queue at a time), which takes the lock yielding, lending
- * nothing. */
+/* The caller's record, if it may queue: not one already queued elsewhere
+ * (a signal handler's lock inside a wait of its thread: a record is on
+ * one queue at a time), which takes the lock yielding, lending nothing. */
 static struct plk_thread *queueable_self(void)
 {
 	struct plk_thread *me = plk_thread_self();
 
-	return me && !plk_blocked_key(me) && !plk_ilock_busy() ? me : NULL;
+	return me && !plk_blocked_key(me) ? me : NULL;
 }
 
 /* After a failed fast path: relock rules (unless @retake), spin, block. */
@@ -387,6 +386,9 @@ static int lock_slow(proxylock_mutex_t *m, clockid_t clock, const struct timespe
 			break;  /* others are seen queued: do not barge past them by spinning */
 		plk_cpu_relax_times(pauses);
 	}
+	/* A handler inside our critical section: no record made, no wait. */
+	if (plk_ilock_busy())
+		return plk_ilock_busy_refuse("a signal handler's contended mutex lock");
 	plk_stat_contended();
 	t0 = plk_now_ns();
 	PLK_PROBE3(contended_acquire, m, plk_owner_tid(w), self);

@@ -972,7 +972,9 @@ static __attribute__((noinline)) int rw_unlock_slow(proxylock_rwlock_t *rw, int 
 	return err;
 }
 
-static int rw_unlock(proxylock_rwlock_t *rw)
+/* Inlined: pthread_rwlock_unlock's uncontended path is this body, with
+ * no call (issue 34's careful() split had made it a jump). */
+static inline __attribute__((always_inline)) int rw_unlock(proxylock_rwlock_t *rw)
 {
 	int fast = plk_rw_rdunlock_fast(rw);
 

@@ -13,18 +13,30 @@
  * a deadline, EINTR, a cancellation: a cleanup handler).  sem_post notes
  * its caller as a waker of the semaphore while a waiter is registered
  * (a lock-free look at the table first, so a post with nobody waiting
- * costs a hash and a load more than glibc's), before glibc's post wakes
+ * costs a hash and a load more than glibc's), and if that changed the
+ * wakers lent to, updates the lends (K1), before glibc's post wakes
  * anyone.  sem_init and sem_destroy forget the semaphore's wakers.
+ *
+ * A signal handler that interrupted its thread inside an internal
+ * critical section (plk_ilock_busy): its sem_post learns nothing and
+ * takes no lock, so it never waits (it is async-signal-safe); its wait
+ * that would block is refused with EDEADLK (docs/design.md, "Signal
+ * handlers inside the library").
  *
  * Process-shared semaphores (sem_init with pshared, sem_open) pass
  * through untouched: their posters may be other processes.  glibc
  * (64-bit) keeps the futex flag for the semaphore in the int after its
  * 64-bit value word: 0 (LLL_PRIVATE) for a private one, 128
  * (FUTEX_PRIVATE_FLAG's bit, LLL_SHARED) for a shared one, sem_open's
- * included.
+ * included.  That layout was read from glibc's source and checked on
+ * the ABIs the project builds and tests on, x86-64 and arm64 (LP64);
+ * there the build asserts it.  On any other ABI (32-bit ones keep a
+ * 32-bit value word, and the flag elsewhere) no semaphore lends: every
+ * call passes through untouched.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 
 #include "chain.h"
 #include "preload.h"
@@ -39,7 +51,15 @@ struct glibc_sem {
 	int private;
 	int pad;
 };
-_Static_assert(sizeof(struct glibc_sem) <= sizeof(sem_t), "glibc's new_sem fits sem_t");
+
+#if defined(__LP64__) && (defined(__x86_64__) || defined(__aarch64__))
+#define SEM_LAYOUT_CHECKED 1
+_Static_assert(sizeof(sem_t) == 32 && _Alignof(sem_t) == 8, "glibc's sem_t on x86-64 and arm64");
+_Static_assert(sizeof(struct glibc_sem) <= sizeof(sem_t) &&
+               offsetof(struct glibc_sem, private) == 8, "glibc's new_sem fits sem_t");
+#else
+#define SEM_LAYOUT_CHECKED 0  /* an ABI the layout was not checked on: no lending */
+#endif
 
 static void *sem_key(sem_t *s)
 {
@@ -48,7 +68,7 @@ static void *sem_key(sem_t *s)
 
 static bool sem_lends(const sem_t *s)
 {
-	return ((const struct glibc_sem *)s)->private == GLIBC_SEM_PRIVATE;
+	return SEM_LAYOUT_CHECKED && ((const struct glibc_sem *)s)->private == GLIBC_SEM_PRIVATE;
 }
 
 static void wait_end(void *key)
@@ -94,6 +114,12 @@ static int sem_wait_lending(sem_t *s, int how, clockid_t clock, const struct tim
 	pthread_testcancel();
 	if (plk_real()->sem_trywait(s) == 0)
 		return 0;  /* it would not block: nothing to lend */
+	if (errno == EAGAIN && plk_ilock_busy()) {
+		/* A handler inside our critical section: no wait (a poster
+		 * may need the bucket its thread holds). */
+		errno = plk_ilock_busy_refuse("a signal handler's semaphore wait");
+		return -1;
+	}
 	if (errno != EAGAIN || !plk_wakers_wait_begin(key))
 		return real_wait(s, how, clock, abstime);
 	plk_lend_flush();
@@ -132,8 +158,10 @@ PLK_EXPORT int sem_post(sem_t *s)
 
 		(void)plk_wakers_prepare(key);
 		b = plk_waitq_lock(key);
-		plk_wakers_note(b, key);
+		if (plk_wakers_note(b, key))
+			plk_wakers_update(b, key, 1);  /* K1: a waker replaced is lent no more */
 		plk_waitq_unlock(b);
+		plk_lend_flush();
 		errno = saved;
 	}
 	return plk_real()->sem_post(s);

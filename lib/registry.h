@@ -34,9 +34,11 @@
 /* How long a read of B(T) may stand in for another (donate.c, I4). */
 #define PLK_BASE_TTL_NS (1000 * 1000)
 
+/* What lock @lock's queue lends its holder (donate.c): everything its
+ * waiters have, and what passes on to wakers, of their E_L only. */
 struct plk_held {
 	const void *lock;
-	struct plk_lend lend;
+	struct plk_lends lend;
 };
 
 /* Values of plk_thread.park, the futex word a waiter sleeps on. */
@@ -69,6 +71,8 @@ struct plk_thread {
 	struct plk_sched_ctx base;     /* B(T) */
 	struct plk_sched_ctx eff;      /* E(T): base plus what is lent */
 	struct plk_cpu_owner eff_cpus; /* the CPUs eff passes on, and their owner's rank (lend.h) */
+	struct plk_sched_ctx eff_locks;      /* E_L(T): base plus what locks lend (donate.c) */
+	struct plk_cpu_owner eff_locks_cpus; /* the CPUs eff_locks passes on */
 	struct plk_sched_ctx applied;  /* the kernel's view, as last set/read */
 	uint64_t gen;                  /* bumped whenever eff changes */
 	uint64_t applied_gen;          /* the gen of eff that applied is */

@@ -8,32 +8,45 @@
  * that has nothing to say: no lock contended, timed out or lent through,
  * no wait for work lent to its waker, no dead owner, nothing refused or
  * lost (a shell, a version manager's shim); PROXYLOCK_STATS=all reports
- * every process.  A report on request always says all.
+ * every process.  A report on request always says all.  Reports are
+ * written one at a time (reporting): exit waits, EXIT_WAIT_MS at most,
+ * for one on request that another thread is writing, then writes its
+ * own; a request during another report is dropped; a fork child starts
+ * with none in progress.
  *
  * Ending signals without changing the program's handlers.  At load, for
  * SIGINT and SIGTERM left at SIG_DFL, and for the request signal if it is
  * at SIG_DFL, our handler goes in; the interposed sigaction() and
- * signal() keep it out of the program's sight: asked, they answer
- * SIG_DFL; told SIG_DFL, they keep ours; told anything else, they put
- * the program's in, and ours is gone for good.  So a program that
+ * glibc's other routes to a handler (__sigaction, signal, bsd_signal,
+ * ssignal, __sysv_signal, which is signal() under -std=c11, sysv_signal,
+ * sigset, sigignore; siginterrupt leaves ours as it is) keep it out of
+ * the program's sight: asked, they answer SIG_DFL; told SIG_DFL, they
+ * keep ours; told anything else, they put the program's in, and ours is
+ * gone for good.  So a program that
  * installs handlers only over SIG_DFL (CPython's KeyboardInterrupt does)
  * still does.  Our ending handler writes the report, puts SIG_DFL back
  * and raises the signal again, which stays pending until the handler
  * returns and then ends the process as it would have: the same status,
  * the same core dump or none.  A signal that interrupts a report already
  * being written ends the process at once.  A system call that bypasses
- * libc (a raw rt_sigaction) sees our handler.
+ * libc (a raw rt_sigaction) sees our handler as the old one, and one that
+ * sets a handler ends ours: each route above asks the kernel whether ours
+ * is still in before it answers for it.  A one-shot handler (System V's)
+ * leaves the kernel's SIG_DFL, not ours, once run.
  *
  * Async-signal safety.  A report may run in a handler, in any thread, at
  * any point of the program: it allocates nothing and takes no lock.  It
  * walks the rows (lockstat.c: published by flags, never freed), formats
  * on the stack with snprintf (integers and strings only: no floating
  * point, no positional arguments, nothing of glibc's that allocates),
- * write()s, maps its scratch memory with mmap, and names addresses from
- * /proc/self/maps and the mapped files (callsite.c), not with dladdr,
- * which takes the loader's lock.  Counters being added to meanwhile are
- * read as they are, relaxed: a report taken live is a snapshot, not a
- * total.
+ * write()s (poll()ing a requester's full pipe, a bounded time), maps its
+ * scratch memory with mmap, and names addresses from /proc/self/maps and
+ * the mapped files (callsite.c), not with dladdr, which takes the
+ * loader's lock.  From a signal its work is bounded by the rows: it
+ * searches symbol tables for SIGNAL_NAMES addresses at most, names the
+ * rest by module and offset, and says how many.  Counters being added
+ * to meanwhile are read as they are, relaxed: a report taken live is a
+ * snapshot, not a total.
  *
  * Where.  The text report goes to a copy of file descriptor 2 taken at
  * load: programs such as xz and GNU sort close stderr in their own exit
@@ -43,9 +56,16 @@
  * the report at exit or ending is one JSON object in that file instead
  * (its fields are documented in proxylock(1)); "%p" is the process ID,
  * "%%" a "%".  A regular file is only ever created (O_EXCL, O_NOFOLLOW,
- * mode 0600), never truncated: if the name is taken and holds no "%p",
- * the report takes the name with the PID before its extension (r.json,
- * r.4242.json) and says so; if that is taken too, no report is written.
+ * mode 0600), never truncated.  A name without "%p" is the report of the
+ * process PROXYLOCK_STATS_PID names (`proxylock run` names the program it
+ * starts, so a helper that a shell or shim in front of it runs, and that
+ * ends first, does not take the program's name); every other process's
+ * report takes the name with its PID before the extension (r.json,
+ * r.4242.json), and says so if it has anything to say (--stats=all's
+ * empty reports of a shim's 40 helpers go quietly).  Without
+ * PROXYLOCK_STATS_PID the first process to report takes the name, and a
+ * later one the name with its PID, saying so.  If the name to take is
+ * taken too, no report is written.
  * A name that is no regular file nor symlink (/dev/null, a FIFO) is
  * written to.
  * A report on request goes to the requester: `proxylock report` queues
@@ -57,6 +77,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -64,6 +86,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <dlfcn.h>
 
@@ -78,6 +101,9 @@
 #define PLK_EXPORT __attribute__((visibility("default")))
 #define FALLBACK_ROWS 10   /* rows kept on the stack when no scratch can be mapped */
 #define END_MARK "proxylock: -- end of report --\n"
+/* Addresses a report from a signal names by symbol at most (callsite.h);
+ * the rest by module and offset: bounded work in a handler. */
+#define SIGNAL_NAMES 128
 
 static int report_fd = -1;  /* a copy of stderr taken at load, or -1: see the top */
 static int reporting;       /* a report is being written (exchange: one at a time) */
@@ -87,35 +113,54 @@ enum why { AT_EXIT, AT_SIGNAL, ON_REQUEST };
 
 /* --- output ----------------------------------------------------------- */
 
-/*
- * printf to @fd through a buffer on the stack and write(): dprintf's
- * FILE takes its buffer from malloc (glibc before 2.37).  A line longer
- * than the buffer is cut; a failed write is dropped.
- */
-static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	size_t n, off = 0;
-	int len;
+/* The requester's pipe found full for WRITE_WAIT_MS: the rest of this
+ * report is not written there (reports are written one at a time; the
+ * request handler clears it). */
+#define WRITE_WAIT_MS 2000
+static int stalled_fd = -1;
 
-	if (fd < 0)
-		return;  /* no stderr verified at load: say nothing */
-	va_start(ap, fmt);
-	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
-	va_end(ap);
-	if (len < 0)
-		return;
-	n = (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1;
+/* @n bytes of @buf to @fd; a failed write drops the rest.  A full
+ * pipe (the requester's, non-blocking) is waited on while its reader
+ * reads, up to WRITE_WAIT_MS at a time; past that it is stalled_fd. */
+static void put(int fd, const char *buf, size_t n)
+{
+	size_t off = 0;
+
+	if (fd < 0 || fd == stalled_fd)
+		return;  /* no stderr verified at load, or a reader that stopped: say nothing */
 	while (off < n) {
 		ssize_t w = write(fd, buf + off, n - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+			if (poll(&p, 1, WRITE_WAIT_MS) == 1 && (p.revents & POLLOUT))
+				continue;
+			stalled_fd = fd;
+			return;
+		}
 		if (w <= 0)
 			return;
 		off += (size_t)w;
 	}
+}
+
+/* printf to @fd through a buffer on the stack and put(): dprintf's FILE
+ * takes its buffer from malloc (glibc before 2.37).  A line longer than
+ * the buffer is cut. */
+static __attribute__((format(printf, 2, 3))) void say(int fd, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(buf, sizeof(buf), fmt, ap);  /* into @buf: no allocation */
+	va_end(ap);
+	if (len >= 0)
+		put(fd, buf, (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
 }
 
 /* What is lent, as a report made @why may say it: -1 if the probe has
@@ -131,6 +176,13 @@ static long lent_kinds(enum why why)
 	if (!plk_sched_caps_if_probed(&caps))
 		return -1;
 	return (long)(caps & want);
+}
+
+/* The symbol searches a report made @why may make (0: no bound): from a
+ * signal handler, SIGNAL_NAMES. */
+static unsigned names_bound(enum why why)
+{
+	return why == AT_EXIT ? 0 : SIGNAL_NAMES;
 }
 
 /* @ns as milliseconds with three decimals, rounded, in integers (no
@@ -366,7 +418,7 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		    (unsigned long long)st.eperm_skipped);
 	for (size_t i = 0; i < n; i++)
 		nworth += shown(rows[i], c->stats_sort);
-	sy = nworth ? plk_symbols_open() : NULL;
+	sy = nworth ? plk_symbols_open(names_bound(why)) : NULL;
 	/* The header even with no row (PROXYLOCK_STATS=all): the columns say
 	 * what a row would count. */
 	say(fd, "proxylock: %-6s %-14s %9s %9s %10s %11s %10s %11s %11s %9s %6s %8s %6s %4s  %s\n",
@@ -430,6 +482,10 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	if (nworth)
 		say(fd, "proxylock: %zu of %zu locks shown, by %s (proxylock run --top=N "
 		    "--sort=wait|contended|held|donations)\n", nshown, nworth, sort_names[c->stats_sort]);
+	if (plk_symbols_by_offset(sy))
+		say(fd, "proxylock: %lu frames named by module and offset: a report from a signal "
+		    "searches symbols for %d addresses at most\n", plk_symbols_by_offset(sy),
+		    SIGNAL_NAMES);
 	plk_symbols_close(sy);
 	for (unsigned i = 0, nd = plk_dead_count(); i < nd; i++) {
 		const void *lock;
@@ -460,7 +516,7 @@ static void json_string(int fd, const char *s)
 		unsigned char ch = (unsigned char)*s;
 
 		if (n > sizeof(buf) - 8) {
-			(void)!write(fd, buf, n);
+			put(fd, buf, n);
 			n = 0;
 		}
 		if (ch == '"' || ch == '\\') {
@@ -473,7 +529,7 @@ static void json_string(int fd, const char *s)
 		}
 	}
 	buf[n++] = '"';
-	(void)!write(fd, buf, n);
+	put(fd, buf, n);
 }
 
 static void json_kinds(int fd, unsigned kinds)
@@ -570,8 +626,9 @@ static void report_json(int fd, enum why why, int sig)
 {
 	const struct plk_config *c = plk_config();
 	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
-	struct plk_symbols *sy = plk_symbols_open();
+	struct plk_symbols *sy = plk_symbols_open(names_bound(why));
 	struct proxylock_stats st;
+	unsigned long by_offset;
 	struct totals t;
 	size_t n, bytes;
 	const void *dlock;
@@ -619,6 +676,7 @@ static void report_json(int fd, enum why why, int sig)
 	    (unsigned long long)st.chain_truncated);
 	for (size_t i = 0; i < n; i++)
 		json_lock(fd, sy, rows[i], i ? "," : "");
+	by_offset = plk_symbols_by_offset(sy);
 	plk_symbols_close(sy);
 	if (bytes)
 		munmap(rows, bytes);
@@ -627,7 +685,8 @@ static void report_json(int fd, enum why why, int sig)
 	for (unsigned i = 0; plk_dead_log(i, &dlock, &dtid, &drobust); i++)
 		say(fd, "%s\n    {\"address\": \"%p\", \"owner_tid\": %d, \"robust\": %s}",
 		    i ? "," : "", dlock, (int)dtid, drobust ? "true" : "false");
-	say(fd, "%s],\n  \"dead_owners_found\": %u\n}\n", nd ? "\n  " : "", nd);
+	say(fd, "%s],\n  \"dead_owners_found\": %u,\n  \"frames_named_by_offset\": %lu\n}\n",
+	    nd ? "\n  " : "", nd, by_offset);
 }
 
 /* --- the file ----------------------------------------------------------- */
@@ -702,17 +761,23 @@ static int open_new(const char *path)
 static char report_path[PLK_STATS_FILE_MAX + 32];
 
 /* The JSON report into PROXYLOCK_STATS_FILE; false if it went nowhere and
- * the text is to follow on stderr. */
-static bool report_file(const char *pattern, enum why why, int sig)
+ * the text is to follow on stderr.  @notable: it has something to say
+ * (worth_saying). */
+static bool report_file(const struct plk_config *c, bool notable, enum why why, int sig)
 {
+	const char *pattern = c->stats_file;
+	bool other = c->stats_pid && c->stats_pid != (unsigned)getpid() && !strstr(pattern, "%p");
 	int fd;
 
-	if (!stats_path(report_path, sizeof(report_path), pattern, false)) {
+	if (!stats_path(report_path, sizeof(report_path), pattern, other)) {
 		say(report_fd, "proxylock: PROXYLOCK_STATS_FILE is too long; the report follows here\n");
 		return false;
 	}
 	fd = open_new(report_path);
-	if (fd < 0 && errno == EEXIST && !strstr(pattern, "%p")) {
+	if (fd >= 0 && other && notable)
+		say(report_fd, "proxylock: the report of pid %d is in %.300s\n", (int)getpid(),
+		    report_path);
+	if (fd < 0 && errno == EEXIST && !other && !strstr(pattern, "%p")) {
 		/* Another process of the same run took the name: one file a
 		 * process, as if %p had been given. */
 		if (stats_path(report_path, sizeof(report_path), pattern, true) &&
@@ -743,6 +808,7 @@ static void report_final(enum why why, int sig)
 	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
 	struct totals t;
 	size_t n, bytes;
+	bool notable;
 
 	if (c->stats_file[0]) {
 		/* Nothing to say: no file either, so that a shell's or a
@@ -750,30 +816,72 @@ static void report_final(enum why why, int sig)
 		rows = gather(fallback, &n, &bytes, &t, PLK_SORT_CONTENDED);
 		if (bytes)
 			munmap(rows, bytes);
-		if ((!c->stats_all && !worth_saying(&t)) || report_file(c->stats_file, why, sig))
+		notable = worth_saying(&t);
+		if ((!c->stats_all && !notable) || report_file(c, notable, why, sig))
 			return;
 	}
 	report_text(report_fd, why, sig, c->stats_all);
 }
 
+/* How long exit waits for a report on request another thread is
+ * writing: its bounded work, and one stall on its requester's pipe. */
+#define EXIT_WAIT_MS (WRITE_WAIT_MS + 3000)
+
 static void report_at_exit(void)
 {
-	if (!__atomic_exchange_n(&reporting, 1, __ATOMIC_ACQUIRE))
-		report_final(AT_EXIT, 0);  /* and reporting stays set: the last */
+	struct timespec ms = { 0, 1000000 };
+
+	/* Reporting stays set: this is the last.  One on request, being
+	 * written in another thread, is waited for; an ending signal's
+	 * ends the process itself. */
+	for (int i = 0; __atomic_exchange_n(&reporting, 1, __ATOMIC_ACQUIRE); i++) {
+		if (i == EXIT_WAIT_MS) {
+			say(report_fd, "proxylock: a report was still being written after %d ms at exit: "
+			    "no report at exit\n", EXIT_WAIT_MS);
+			return;
+		}
+		nanosleep(&ms, NULL);
+	}
+	report_final(AT_EXIT, 0);
+}
+
+/* A fork child: no report of its parent's in progress (its thread is
+ * not in the child); its own come at its exit and on request. */
+static void report_fork_child(void)
+{
+	stalled_fd = -1;
+	__atomic_store_n(&reporting, 0, __ATOMIC_RELAXED);
 }
 
 /* --- the signals -------------------------------------------------------- */
 
+/* glibc's own signal functions, found at load (report_real_find); by a
+ * program's call before that, from another library's constructor, then
+ * (dlsym may allocate, which is allowed there: no lock of ours is
+ * involved).  dlsym's object pointers copied: POSIX makes them function
+ * pointers. */
+typedef __sighandler_t handler_fn(int, __sighandler_t);
 static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-/* glibc's sigaction (dlsym's object pointer, copied: POSIX makes it a
- * function pointer).  Looked up at load; by a program's call before
- * that, from another library's constructor, then (dlsym may allocate,
- * which is allowed there: no lock of ours is involved). */
-static void real_sigaction_find(void)
-{
-	void *p = dlsym(RTLD_NEXT, "sigaction");
+static int (*real_siginterrupt)(int, int);
+static handler_fn *real_signal, *real_sysv_signal, *real_sigset;
+static int (*real_sigignore)(int);
 
-	memcpy(&real_sigaction, &p, sizeof(p));
+static void real_find(void *fn, const char *name)
+{
+	void *p = dlsym(RTLD_NEXT, name);
+
+	memcpy(fn, &p, sizeof(p));
+}
+
+static void report_real_find(void)
+{
+	real_find(&real_siginterrupt, "siginterrupt");
+	real_find(&real_signal, "signal");
+	real_find(&real_sysv_signal, "__sysv_signal");
+	real_find(&real_sigset, "sigset");
+	real_find(&real_sigignore, "sigignore");
+	/* Last: it says the others are found. */
+	real_find(&real_sigaction, "sigaction");
 }
 
 /* Signals whose handler is ours while the program believes SIG_DFL. */
@@ -823,7 +931,8 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	if (si->si_code == SI_QUEUE && si->si_pid > 0 && (v >> 10) == (unsigned)si->si_pid) {
 		snprintf(path, sizeof(path), "/proc/%d/fd/%u", (int)si->si_pid, v & 511);
 		/* Non-blocking: a requester that stops reading (| head, ^Z)
-		 * costs us the rest of the report, never a thread stuck here. */
+		 * costs us the rest of the report (put: WRITE_WAIT_MS), never
+		 * a thread stuck here. */
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	}
 	pipe_was_pending = sigpipe_pending();
@@ -835,6 +944,7 @@ static void request_handler(int sig, siginfo_t *si, void *uc)
 	if (fd >= 0) {
 		say(fd, END_MARK);
 		close(fd);
+		stalled_fd = -1;
 	}
 	/* A requester gone mid-report left a SIGPIPE for this thread
 	 * (pending: every signal is blocked here): it is ours, not the
@@ -885,22 +995,47 @@ static void take_over(int sig)
 		__atomic_store_n(&ours[sig], true, __ATOMIC_RELEASE);
 }
 
+/* Whether our handler is in for @sig, as the kernel says: a handler put
+ * in past our sigaction() (a raw rt_sigaction, or glibc calling its own)
+ * ends ours, and the program's view is the kernel's again. */
+static bool still_ours(int sig)
+{
+	struct sigaction cur;
+
+	if (!is_ours(sig))
+		return false;
+	if (real_sigaction(sig, NULL, &cur) == 0 && (cur.sa_handler == ending_handler ||
+	                                           cur.sa_sigaction == request_handler))
+		return true;
+	__atomic_store_n(&ours[sig], false, __ATOMIC_RELEASE);
+	return false;
+}
+
+/* Whether the interposed routes below take @sig: a signal we report on,
+ * with the report on. */
+static bool routed(int sig)
+{
+	if (!real_sigaction)
+		report_real_find();
+	return plk_lockstat_on && managed(sig);
+}
+
 /* The program's view of the signals we report on (see the top): while
  * ours is in, SIG_DFL; SIG_DFL asked for is ours, seen as SIG_DFL;
  * anything else is the program's. */
 PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	struct sigaction mine;
+	bool was_ours;
 	int err;
 
-	if (!real_sigaction)
-		real_sigaction_find();
-	if (!plk_lockstat_on || !managed(sig))
+	if (!routed(sig))
 		return real_sigaction(sig, act, old);
+	was_ours = still_ours(sig);
 	if (act && act->sa_handler == SIG_DFL && !(act->sa_flags & SA_SIGINFO)) {
 		our_action(sig, &mine);
 		err = real_sigaction(sig, &mine, old);
-		if (err == 0 && old && is_ours(sig)) {
+		if (err == 0 && old && was_ours) {
 			memset(old, 0, sizeof(*old));
 			old->sa_handler = SIG_DFL;
 		}
@@ -908,7 +1043,7 @@ PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 			__atomic_store_n(&ours[sig], true, __ATOMIC_RELEASE);
 		return err;
 	}
-	if (!is_ours(sig))
+	if (!was_ours)
 		return real_sigaction(sig, act, old);
 	if (old) {
 		memset(old, 0, sizeof(*old));
@@ -920,18 +1055,110 @@ PLK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 	return real_sigaction(sig, act, NULL);
 }
 
-/* glibc's signal(): BSD semantics, through the sigaction above. */
-PLK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+PLK_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-	struct sigaction act = { .sa_handler = handler, .sa_flags = SA_RESTART }, old;
+	return sigaction(sig, act, old);
+}
+
+/*
+ * glibc's other routes to a handler, for the signals we report on: the
+ * same semantics, through the sigaction above, so that what the program
+ * set is what it sees (glibc's own would call its internal sigaction,
+ * past ours).  Other signals, or stats off: glibc's own.
+ */
+
+/* The signals siginterrupt() made interruptible (no SA_RESTART for
+ * signal()) while ours was in: glibc's record of them is its own. */
+static bool interrupts[65];
+
+PLK_EXPORT int siginterrupt(int sig, int flag)
+{
+	if (routed(sig) && sig < (int)(sizeof(interrupts) / sizeof(interrupts[0])))
+		__atomic_store_n(&interrupts[sig], flag != 0, __ATOMIC_RELAXED);
+	/* Ours keeps its flags: the program believes SIG_DFL. */
+	if (routed(sig) && still_ours(sig))
+		return 0;
+	return real_siginterrupt(sig, flag);
+}
+
+/* A handler set with @flags and no mask but @sig's (BSD) or none. */
+static __sighandler_t set_handler(int sig, __sighandler_t handler, int flags, bool mask_it)
+{
+	struct sigaction act = { .sa_handler = handler, .sa_flags = flags }, old;
 
 	if (sig <= 0 || sig >= NSIG || handler == SIG_ERR) {
 		errno = EINVAL;
 		return SIG_ERR;
 	}
 	sigemptyset(&act.sa_mask);
-	sigaddset(&act.sa_mask, sig);
+	if (mask_it)
+		sigaddset(&act.sa_mask, sig);
 	return sigaction(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
+/* signal(), bsd_signal(), ssignal(): BSD semantics. */
+PLK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
+{
+	if (!routed(sig))
+		return real_signal(sig, handler);
+	return set_handler(sig, handler,
+	                   __atomic_load_n(&interrupts[sig], __ATOMIC_RELAXED) ? 0 : SA_RESTART, true);
+}
+
+PLK_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+PLK_EXPORT __sighandler_t ssignal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+/* __sysv_signal() (signal() under -std=c11), sysv_signal(): System V's
+ * one-shot handler, no mask. */
+PLK_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+	if (!routed(sig))
+		return real_sysv_signal(sig, handler);
+	return set_handler(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+PLK_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+	return __sysv_signal(sig, handler);
+}
+
+/* sigset(): @disp with no flags and no mask, and @sig unblocked; or, for
+ * SIG_HOLD, @sig blocked.  Returns SIG_HOLD if it was blocked, else the
+ * disposition it had. */
+PLK_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp)
+{
+	struct sigaction old;
+	sigset_t one, was;
+
+	if (!routed(sig))
+		return real_sigset(sig, disp);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	if (disp == SIG_HOLD) {
+		if (sigprocmask(SIG_BLOCK, &one, &was) != 0)
+			return SIG_ERR;
+		if (sigismember(&was, sig))
+			return SIG_HOLD;
+		return sigaction(sig, NULL, &old) == 0 ? old.sa_handler : SIG_ERR;
+	}
+	if ((old.sa_handler = set_handler(sig, disp, 0, false)) == SIG_ERR ||
+	    sigprocmask(SIG_UNBLOCK, &one, &was) != 0)
+		return SIG_ERR;
+	return sigismember(&was, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+PLK_EXPORT int sigignore(int sig)
+{
+	if (!routed(sig))
+		return real_sigignore(sig);
+	return set_handler(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }
 
 int plk_report_install(void)
@@ -939,7 +1166,7 @@ int plk_report_install(void)
 	const struct plk_config *c = plk_config();
 
 	if (!real_sigaction)
-		real_sigaction_find();
+		report_real_find();
 	/* fd 2 as it is at load (the interposer's constructor), verified
 	 * open: F_GETFD first, so the rule reads here (a dup of a closed fd
 	 * fails too); a failed dup (EMFILE) leaves -1, no text rather than
@@ -947,6 +1174,7 @@ int plk_report_install(void)
 	if (fcntl(2, F_GETFD) >= 0)
 		report_fd = fcntl(2, F_DUPFD_CLOEXEC, 10);
 	atexit(report_at_exit);
+	pthread_atfork(NULL, NULL, report_fork_child);
 	if (real_sigaction) {
 		take_over(SIGINT);
 		take_over(SIGTERM);

@@ -952,7 +952,10 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy()) {
+		if (plk_ilock_busy())  /* a handler inside our critical section: no wait */
+			return rd_fail_unlocked(rw, &h, plk_ilock_busy_refuse("a signal handler's "
+			                                                      "contended rwlock read lock"));
+		if (!(me = plk_thread_self()) || plk_blocked_key(me)) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
 				rd_hold_done(&h);
@@ -1077,7 +1080,9 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
-		if (!(me = plk_thread_self()) || plk_blocked_key(me) || plk_ilock_busy())
+		if (plk_ilock_busy())  /* a handler inside our critical section: no wait */
+			return plk_ilock_busy_refuse("a signal handler's contended rwlock write lock");
+		if (!(me = plk_thread_self()) || plk_blocked_key(me))
 			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
 		if (plk_rw_lend_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */

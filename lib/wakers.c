@@ -13,23 +13,41 @@
  *     lent nothing, and its slot is the first a new waker takes; else a
  *     new waker takes the slot of the waker whose last wake is oldest;
  *   - init and destroy forget an object's wakers; a fork child has none;
- *   - while waiters are queued on the object, the fold of their E(W) is
- *     lent to each waker not queued on the same object: a waker waiting
- *     beside them (the waiter itself among them) is no worker, and is
- *     lent nothing.  The engine combines it with the rest of what the
- *     waker is lent, by lend.c's rule (only what raises it), so equals
- *     make no scheduler call; lends are keyed by the object's queue
- *     key, so chains carry on from a waker blocked on a lock, condvar or
- *     semaphore (chain.c), and from a waiter lent to by its locks or
- *     explicit lends while it waits, but not by other waits for work
- *     (plk_donate_fold_for_wakers: wakers may wait for each other
- *     without a deadlock, and a lend passed round such a cycle would
- *     keep itself for ever).
+ *   - while waiters are queued on the object, the fold of their E_L(W)
+ *     (below) is lent to each waker not queued on the same object: a
+ *     waker waiting beside them (the waiter itself among them) is no
+ *     worker, and is lent nothing; a waiter whose context was never
+ *     read lends nothing (a new record's zeroes are nice 0: every wait
+ *     reads its own first unless verified).  The engine combines the
+ *     lend with the rest of what the waker is lent, by lend.c's rule
+ *     (only what raises it), so equals make no scheduler call; lends
+ *     are keyed by the object's queue key, so chains carry on from a
+ *     waker blocked on a lock, condvar or semaphore (chain.c).
+ *
+ * What a waiter passes on.  E_L(W) is B(W) with what W's locks and
+ * explicit lends lend it, each folded of its own waiters' E_L, never of
+ * their E: so nothing a thread is lent as a waker passes on, through
+ * any chain of locks, to the wakers of a wait of its own (donate.c, "Two
+ * lends").  A chain carries a lend across at most one wait for work,
+ * then through locks only.  Why: wakers may wait for each other (and
+ * for their waiters' locks) without a deadlock, so a lend allowed round
+ * such a cycle would keep itself for ever after its source stopped
+ * waiting (the reviews of issue 31: through two condvars, then through a
+ * mutex and a condvar).  The argument that none can: E_L(T) depends only
+ * on B and on the E_L of threads blocked on locks T holds, a wait-for
+ * graph of locks, which has a cycle only in a deadlock; E(T) depends on
+ * B, on E of lock waiters and on E_L of waiters for work, so a cycle of
+ * E would need a cycle of lock waits too.  Outside a deadlock every
+ * lend is then a function of who waits now, computed again whenever a
+ * waiter's E or E_L changes (held_set reports either; the walk goes
+ * on), and nothing is kept by going round.  The price: a lend that has
+ * crossed one wait for work stops at the next.
  *
  * Invariants, under the bucket lock of the object's queue key:
  *  K1  The engine holds an entry keyed @key for thread T only if T is
- *      in the table entry's lent[]; every change of @key's queue or
- *      wakers is followed by an update before the bucket is dropped,
+ *      in the table entry's lent[]; every change of @key's queue or of
+ *      its wakers lent to (a sem_post's lesson too: plk_wakers_note
+ *      says) is followed by an update before the bucket is dropped,
  *      and an update leaves in lent[] exactly the eligible wakers while
  *      someone is queued, nobody otherwise.  So when the last waiter
  *      leaves (signal, broadcast, timeout, cancellation, a failed
@@ -141,20 +159,32 @@ bool plk_wakers_prepare(const void *key)
 	return n > 0;
 }
 
-void plk_wakers_note(struct plk_bucket *b, const void *key)
+/* The wakers of @e lent to (fresh), one bit each. */
+static unsigned fresh_mask(const struct wakers *e)
+{
+	unsigned mask = 0;
+
+	for (int i = 0; i < PLK_WAKERS_MAX; i++)
+		mask |= (unsigned)fresh(e, i) << i;
+	return mask;
+}
+
+bool plk_wakers_note(struct plk_bucket *b, const void *key)
 {
 	pid_t me = (pid_t)plk_tid();
 	struct wakers *e = find_or_make(key);
+	unsigned before;
 	int slot = 0;
 
 	(void)b;
 	if (!e)
-		return;
+		return false;
+	before = fresh_mask(e);
 	e->wakes++;
 	for (int i = 0; i < PLK_WAKERS_MAX; i++)
 		if (e->who[i] == me) {
 			e->when[i] = e->wakes;
-			return;
+			return fresh_mask(e) != before;  /* another aged out */
 		}
 	/* A free or forgotten slot, else the one whose last wake is oldest. */
 	for (int i = 0; i < PLK_WAKERS_MAX; i++) {
@@ -167,6 +197,7 @@ void plk_wakers_note(struct plk_bucket *b, const void *key)
 	}
 	__atomic_store_n(&e->who[slot], me, __ATOMIC_RELAXED);
 	e->when[slot] = e->wakes;
+	return true;
 }
 
 static bool listed(const pid_t *tids, pid_t tid)
@@ -203,12 +234,15 @@ static void eligible(struct plk_bucket *b, const void *key, const struct wakers 
 void plk_wakers_update(struct plk_bucket *b, const void *key, int depth)
 {
 	struct wakers *e = find(key);
-	struct plk_lend l, none = { .kinds = 0 };
+	/* Nothing of a wait for work passes on from its waker to the wakers
+	 * of a wait of its own (by_locks stays empty): see the top. */
+	struct plk_lends l, none = { .all.kinds = 0, .by_locks.kinds = 0 };
 	pid_t want[PLK_WAKERS_MAX];
 
 	if (!e)
 		return;
-	eligible(b, key, e, &l, want);
+	plk_lends_init(&l);
+	eligible(b, key, e, &l.all, want);
 	/* Withdrawn as a set of nothing: a waker blocked on a lock carries
 	 * the withdrawal down its chain, as it carried the lend. */
 	for (int i = 0; i < PLK_WAKERS_MAX; i++)
@@ -246,18 +280,26 @@ bool plk_wakers_awaited(const void *key)
 
 bool plk_wakers_wait_begin(void *key)
 {
-	struct plk_thread *me = plk_thread_self();
+	struct plk_thread *me;
 	struct plk_bucket *b;
 	struct wakers *e;
 
-	/* Queued already (a handler's wait inside another wait, or a jump
-	 * out of one): a record is on one queue at a time; glibc waits alone. */
-	if (!me || plk_blocked_key(me) || plk_ilock_busy())
+	/* A handler inside our critical section (the caller refuses it,
+	 * with no record made), or queued already (a handler's wait inside
+	 * another wait, or a jump out of one): a record is on one queue at
+	 * a time; glibc waits alone. */
+	if (plk_ilock_busy() || !(me = plk_thread_self()) || plk_blocked_key(me))
 		return false;
-	if (plk_wakers_prepare(key))
-		plk_donate_waiter_refresh(me, 0);  /* a wait for work is long: always */
-	else
+	/* What it lends is read now: always if it lends (a wait for work is
+	 * long), else if it was never verified, so that a waker learned
+	 * while it waits is lent what it has (C1). */
+	if (plk_wakers_prepare(key)) {
+		plk_donate_waiter_refresh(me, 0);
+	} else {
+		if (proxylock_donate_kinds())
+			plk_donate_waiter_refresh(me, PLK_REFRESH_UNVERIFIED);
 		(void)plk_registry_reserve(0);
+	}
 	b = plk_waitq_lock(key);
 	if ((e = find_or_make(key))) {
 		__atomic_store_n(&e->awaited, e->awaited + 1, __ATOMIC_RELAXED);

@@ -41,9 +41,11 @@ PLK_HIDDEN void plk_wakers_update(struct plk_bucket *b, const void *key, int dep
  * plk_wakers_note - under @key's bucket @b: the caller wakes @key's
  * waiters: it becomes (or stays) one of @key's wakers.  Lends nothing by
  * itself; a waker it replaces keeps what it was lent until the update
- * that follows.
+ * that follows (K1).  True if the wakers lent to changed (a new one, or
+ * one aged out or replaced): an update must follow; false if nothing
+ * an update would change did.
  */
-PLK_HIDDEN void plk_wakers_note(struct plk_bucket *b, const void *key);
+PLK_HIDDEN bool plk_wakers_note(struct plk_bucket *b, const void *key);
 
 /**
  * plk_wakers_forget - with no internal lock held: @key is initialised or

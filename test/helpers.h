@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -225,6 +226,19 @@ static inline bool thread_sleeping(pid_t tid)
 
 	return task_file_line(tid, "stat", buf, sizeof(buf)) && (p = strrchr(buf, ')')) &&
 	       p[2] == 'S';
+}
+
+/* The kernel gives a fork child pages marked MADV_WIPEONFORK zero-filled
+ * (Linux 4.14+, madvise built in). */
+static inline bool wipe_on_fork_works(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok = p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0;
+
+	if (p != MAP_FAILED)
+		munmap(p, (size_t)pg);
+	return ok;
 }
 
 static inline pid_t gettid_(void)

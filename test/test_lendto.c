@@ -212,6 +212,122 @@ START_TEST(a_fork_child_ends_a_lend_of_its_parent_harmlessly)
 }
 END_TEST
 
+/* --- a child made without fork handlers (_Fork) --------------------- */
+
+#define LENDERS 8  /* x 8 lends each (the most a thread may begin): 64, the table full */
+
+static proxylock_lend_t held[LENDERS][8];
+static pid_t lent_to;
+
+/* Run on lender @a (its index in a->arg): begin, or end, its 8 lends. */
+static int begin_eight(struct actor *a)
+{
+	proxylock_lend_t *h = held[(intptr_t)a->arg];
+
+	for (int i = 0; i < 8; i++)
+		if (proxylock_lend_begin(lent_to, PROXYLOCK_DONATE_NICE, &h[i]) != 0)
+			return i + 1;
+	return 0;
+}
+
+static int end_eight(struct actor *a)
+{
+	proxylock_lend_t *h = held[(intptr_t)a->arg];
+
+	for (int i = 0; i < 8; i++)
+		if (proxylock_lend_end(&h[i]) != 0)
+			return i + 1;
+	return 0;
+}
+
+static pid_t child_thread_tid;
+
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	__atomic_store_n(&child_thread_tid, gettid_(), __ATOMIC_RELEASE);
+	pause();
+	return NULL;
+}
+
+/* In the _Fork child, the survivor of lender 0 (the main thread): a
+ * step's number if it fails, 0 if the child has none of its parent's
+ * lends begun: it begins as many as a thread may, in a table its parent
+ * had full; its parent's lend (its own before the fork) ends once, with
+ * nothing to drop; another parent thread's is not its to end. */
+static int child_begins_afresh(void)
+{
+	proxylock_lend_t mine[9];
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, child_thread, NULL) != 0)
+		return 1;
+	while (!__atomic_load_n(&child_thread_tid, __ATOMIC_ACQUIRE))
+		usleep(100);
+	for (int i = 0; i < 8; i++)
+		if (proxylock_lend_begin(child_thread_tid, PROXYLOCK_DONATE_NICE, &mine[i]) != 0)
+			return 2;
+	if (proxylock_lend_begin(child_thread_tid, PROXYLOCK_DONATE_NICE, &mine[8]) != EAGAIN)
+		return 3;  /* the limit a thread has, not the table's */
+	for (int i = 0; i < 8; i++)
+		if (proxylock_lend_end(&mine[i]) != 0)
+			return 4;
+	if (proxylock_lend_end(&held[0][0]) != 0 || proxylock_lend_end(&held[0][0]) != EINVAL)
+		return 5;
+	if (proxylock_lend_end(&held[1][0]) != EPERM)
+		return 6;
+	return 0;
+}
+
+START_TEST(a_child_made_without_fork_handlers_has_none_of_its_parents_lends_begun)
+{
+	SKIP_UNDER_TSAN("TSan's state in a child no fork handler of its own saw is the parent's");
+	struct actor t, lender[LENDERS], late;
+	proxylock_lend_t one;
+	int status;
+	pid_t child;
+
+	require_nice_lending();
+	if (!wipe_on_fork_works() || sysconf(_SC_PAGESIZE) != 4096) {
+		fprintf(stderr, "SKIP: this kernel does not wipe 4 KiB pages in a child "
+		                "(MADV_WIPEONFORK): a child made without fork handlers keeps the "
+		                "parent's table of lends\n");
+		return;
+	}
+	actor_start(&t, 19, -1);
+	lent_to = t.tid;
+	for (intptr_t i = 1; i < LENDERS; i++) {
+		actor_start(&lender[i], 0, -1);
+		actor_call(&lender[i], begin_eight, (void *)i);
+		ck_assert_int_eq(actor_wait(&lender[i]), 0);
+	}
+	lender[0].arg = (void *)0;  /* the main thread is lender 0 */
+	ck_assert_int_eq(begin_eight(&lender[0]), 0);
+	actor_start(&late, 0, -1);
+	struct { proxylock_lend_t *l; pid_t tid; } one_more = { &one, t.tid };
+	actor_call(&late, begin_here, &one_more);
+	ck_assert_int_eq(actor_wait(&late), EAGAIN);  /* the table is full */
+	child = _Fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0)
+		_exit(child_begins_afresh());
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	              "the _Fork child failed at step %d (status %#x; 2: it could not begin a lend, "
+	              "its parent's table full)", WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+	ck_assert_int_eq(nice_of(t.tid), 0);  /* the parent's lends stand */
+	ck_assert_int_eq(end_eight(&lender[0]), 0);
+	for (int i = 1; i < LENDERS; i++) {
+		actor_call(&lender[i], end_eight, (void *)(intptr_t)i);
+		ck_assert_int_eq(actor_wait(&lender[i]), 0);
+		actor_quit(&lender[i]);
+	}
+	ck_assert_int_eq(nice_of(t.tid), 19);
+	actor_quit(&late);
+	actor_quit(&t);
+}
+END_TEST
+
 static Suite *lendto_suite(void)
 {
 	Suite *s = suite_create("lendto");
@@ -225,6 +341,7 @@ static Suite *lendto_suite(void)
 	tcase_add_test(tc, a_lend_to_a_thread_blocked_on_a_mutex_reaches_the_mutex_owner);
 	tcase_add_test(tc, a_lender_that_exits_without_ending_leaves_its_target_restored);
 	tcase_add_test(tc, a_fork_child_ends_a_lend_of_its_parent_harmlessly);
+	tcase_add_test(tc, a_child_made_without_fork_handlers_has_none_of_its_parents_lends_begun);
 	suite_add_tcase(s, tc);
 	return s;
 }

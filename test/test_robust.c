@@ -341,20 +341,8 @@ static int bare_child(proxylock_mutex_t *before, proxylock_mutex_t *after)
 	return try_from_another_thread(before) == 0 ? 0 : 8;
 }
 
-/* The kernel gives a fork child pages marked MADV_WIPEONFORK zero-filled
- * (Linux 4.14+, madvise built in): without it, a child no fork handler
- * saw cannot tell it is one (docs/design.md, "Fork"). */
-static bool wipe_on_fork_works(void)
-{
-	long pg = sysconf(_SC_PAGESIZE);
-	void *p = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	bool ok = p != MAP_FAILED && madvise(p, (size_t)pg, MADV_WIPEONFORK) == 0;
-
-	if (p != MAP_FAILED)
-		munmap(p, (size_t)pg);
-	return ok;
-}
-
+/* Without MADV_WIPEONFORK (helpers.h) a child no fork handler saw cannot
+ * tell it is one (docs/design.md, "Fork"). */
 static void check_bare_fork(enum bare_fork how)
 {
 	static proxylock_mutex_t before, after;

@@ -154,7 +154,17 @@ static const struct { const char *var, *value; } report_refused[] = {
 	{ "PROXYLOCK_STATS_TOP", "-3" },      { "PROXYLOCK_STATS_SIGNAL", "KILL" },
 	{ "PROXYLOCK_STATS_SIGNAL", "INT" },  { "PROXYLOCK_STATS_SIGNAL", "SIGSTOP" },
 	{ "PROXYLOCK_STATS_SIGNAL", "9" },    { "PROXYLOCK_STATS_SIGNAL", "RTMIN+99" },
-	{ "PROXYLOCK_STATS_FILE", "" },
+	/* Signals a terminal, the C library or a program's common use sends
+	 * on its own (the review of issue 34): */
+	{ "PROXYLOCK_STATS_SIGNAL", "HUP" },  { "PROXYLOCK_STATS_SIGNAL", "SIGQUIT" },
+	{ "PROXYLOCK_STATS_SIGNAL", "WINCH" }, { "PROXYLOCK_STATS_SIGNAL", "URG" },
+	{ "PROXYLOCK_STATS_SIGNAL", "1" },    { "PROXYLOCK_STATS_SIGNAL", "28" },
+	/* a real-time name past the real-time range: RTMAX-52 is USR2's
+	 * number, RTMAX-36 WINCH's, RTMIN+31 past RTMAX */
+	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-52" }, { "PROXYLOCK_STATS_SIGNAL", "RTMAX-36" },
+	{ "PROXYLOCK_STATS_SIGNAL", "RTMAX-31" }, { "PROXYLOCK_STATS_SIGNAL", "RTMIN+31" },
+	{ "PROXYLOCK_STATS_FILE", "" },       { "PROXYLOCK_STATS_PID", "0" },
+	{ "PROXYLOCK_STATS_PID", "-1" },      { "PROXYLOCK_STATS_PID", "12a" },
 };
 
 START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
@@ -164,7 +174,7 @@ START_TEST(a_report_setting_no_parser_takes_keeps_the_default_and_says_so)
 
 	plk_config_defaults(&d);
 	ck_assert_msg(c->stats_sort == d.stats_sort && c->stats_top == d.stats_top &&
-	              c->stats_signal == d.stats_signal && !c->stats_file[0],
+	              c->stats_signal == d.stats_signal && !c->stats_file[0] && !c->stats_pid,
 	              "%s=%s changed a setting", report_refused[_i].var, report_refused[_i].value);
 	ck_assert_msg(strstr(said, report_refused[_i].var) && lines(said) == 1,
 	              "%s=%s: '%s'", report_refused[_i].var, report_refused[_i].value, said);
@@ -186,8 +196,17 @@ START_TEST(report_settings_are_read_as_meant)
 	ck_assert_int_eq(c.stats_signal, SIGUSR2);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMIN+3", &c));
 	ck_assert_int_eq(c.stats_signal, SIGRTMIN + 3);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMAX-30", &c));
+	ck_assert_int_eq(c.stats_signal, SIGRTMIN);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "RTMIN+30", &c));
+	ck_assert_int_eq(c.stats_signal, SIGRTMAX);
+	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "10", &c));
+	ck_assert_int_eq(c.stats_signal, SIGUSR1);
 	ck_assert_ptr_null(plk_setting_parse("STATS_SIGNAL", "none", &c));
 	ck_assert_int_eq(c.stats_signal, 0);
+	ck_assert_int_eq(c.stats_pid, 0);
+	ck_assert_ptr_null(plk_setting_parse("STATS_PID", "4242", &c));
+	ck_assert_int_eq(c.stats_pid, 4242);
 	ck_assert_ptr_nonnull(plk_setting_parse("NO_SUCH", "1", &c));
 }
 END_TEST

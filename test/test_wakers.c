@@ -3,59 +3,11 @@
  * test_wakers.c - condvar waiters lend to the threads that wake them
  * (lib/wakers.c), checked against the kernel's view.  A waker is
  * learned from a signal that found waiters, so each scenario first
- * teaches it one.  Needs 2 CPUs and the privilege to lower nice.
+ * teaches it one (condactor.h).  Needs 2 CPUs and the privilege to lower nice.
  */
 #include <sys/wait.h>
 
-#include "actor.h"
-
-struct cv {
-	proxylock_cond_t c;
-	proxylock_mutex_t m;
-	long timeout_ns;  /* 0: no deadline */
-};
-
-static int cv_wait(struct actor *a)
-{
-	struct cv *v = a->arg;
-	struct timespec dl = abstime_in(CLOCK_REALTIME, v->timeout_ns);
-	int rc;
-
-	proxylock_mutex_lock(&v->m);
-	rc = v->timeout_ns ? proxylock_cond_timedwait(&v->c, &v->m, &dl)
-	                   : proxylock_cond_wait(&v->c, &v->m);
-	proxylock_mutex_unlock(&v->m);
-	return rc;
-}
-
-static int cv_signal(struct actor *a)
-{
-	return proxylock_cond_signal(&((struct cv *)a->arg)->c);
-}
-
-static int cv_broadcast(struct actor *a)
-{
-	return proxylock_cond_broadcast(&((struct cv *)a->arg)->c);
-}
-
-/* Post a wait on @v for @w and return once it sleeps there, @n waiters
- * in all. */
-static void wait_on(struct actor *w, struct cv *v, unsigned n)
-{
-	actor_call(w, cv_wait, v);
-	ck_assert_msg(eventually(__atomic_load_n(&v->c.__waiters, __ATOMIC_ACQUIRE) == n &&
-	                         thread_sleeping(w->tid), bound_ms(2000)),
-	              "actor %d did not sleep on the condvar", w->tid);
-}
-
-/* @s signals a sleeping @w once: @s becomes a waker of @v. */
-static void teach(struct actor *w, struct actor *s, struct cv *v)
-{
-	wait_on(w, v, 1);
-	actor_call(s, cv_signal, v);
-	ck_assert_int_eq(actor_wait(s), 0);
-	ck_assert_int_eq(actor_wait(w), 0);
-}
+#include "condactor.h"
 
 #define RAISED(tid) eventually(nice_of(tid) == 0, bound_ms(2000))
 
@@ -118,6 +70,17 @@ START_TEST(a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_sti
 }
 END_TEST
 
+/* The cast of the cycle scenes: A and B at 19, the source X at 0, and Y
+ * (19), which teaches them. */
+static void cycle_cast(struct actor *a, struct actor *b, struct actor *x, struct actor *y)
+{
+	require_nice_lending();
+	actor_start(a, 19, -1);
+	actor_start(b, 19, -1);
+	actor_start(x, 0, -1);
+	actor_start(y, 19, -1);
+}
+
 /*
  * The review of issue 31 (S2): learned wakers can wait for each other
  * without a deadlock.  A waits on C, whose waker is B; B waits on D,
@@ -132,11 +95,7 @@ START_TEST(a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting)
 	struct cv d = c, e = c;
 	struct actor a, b, x, y;
 
-	require_nice_lending();
-	actor_start(&a, 19, -1);
-	actor_start(&b, 19, -1);
-	actor_start(&x, 0, -1);
-	actor_start(&y, 19, -1);
+	cycle_cast(&a, &b, &x, &y);
 	teach(&y, &b, &c);
 	teach(&y, &a, &d);
 	teach(&y, &a, &e);
@@ -160,20 +119,163 @@ START_TEST(a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting)
 }
 END_TEST
 
-START_TEST(a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait)
+/* A nice-0 waiter, a nice-19 worker. */
+static void nice_waiter(struct actor *a)
+{
+	require_nice_lending();
+	actor_start(a, 0, -1);
+}
+
+static void nice_worker(struct actor *a)
+{
+	actor_start(a, 19, -1);
+}
+
+static bool runs_at_nice_0(struct actor *a)
+{
+	return nice_of(a->tid) == 0;
+}
+
+static bool at_its_base(struct actor *a)
+{
+	struct kview now = kview_of(a->tid);
+
+	return kview_equal(&now, &a->base);
+}
+
+static void say_nice(struct actor *a, char *buf, size_t len)
+{
+	snprintf(buf, len, "nice %d", nice_of(a->tid));
+}
+
+static const struct cv_lending nice_lending = { nice_waiter, nice_worker, runs_at_nice_0,
+                                                at_its_base, say_nice };
+
+/*
+ * The second review of issue 31 (S1): a cycle through a mutex and a
+ * condvar.  A (19) holds M and waits on C, whose learned waker is B
+ * (19); B blocks on M; X (0) blocks on M with a deadline and times out.
+ * Nobody at nice 0 waits any more: A and B are back at 19 (C's lend to
+ * B came back to A through M's entry, which folds E(B), and kept itself).
+ */
+START_TEST(a_cycle_through_a_mutex_and_a_condvar_keeps_no_lend)
+{
+	struct cv c = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor a, b, x, y;
+
+	cycle_cast(&a, &b, &x, &y);
+	teach(&y, &b, &c);
+	actor_do(&a, ACT_LOCK, &m, 0);
+	wait_on(&a, &c, 1);
+	actor_block_on(&b, ACT_LOCK, &m);
+	x.timeout_ns = 1000L * 1000 * 1000;
+	actor_block_on(&x, ACT_TIMEDLOCK, &m);
+	ck_assert_msg(eventually(nice_of(a.tid) == 0 && nice_of(b.tid) == 0, bound_ms(2000)),
+	              "while X waits: A at %d, B at %d", nice_of(a.tid), nice_of(b.tid));
+	ck_assert_int_eq(actor_wait(&x), ETIMEDOUT);
+	ck_assert_msg(eventually(nice_of(a.tid) == 19 && nice_of(b.tid) == 19, bound_ms(2000)),
+	              "X timed out and left: A at nice %d, B at nice %d, not 19", nice_of(a.tid),
+	              nice_of(b.tid));
+	ck_assert_int_eq(proxylock_cond_signal(&c.c), 0);
+	ck_assert_int_eq(actor_wait(&a), 0);
+	actor_do(&a, ACT_UNLOCK, &m, 0);
+	ck_assert_int_eq(actor_wait(&b), 0);
+	actor_do(&b, ACT_UNLOCK, &m, 0);
+	actor_quit(&a);
+	actor_quit(&b);
+	actor_quit(&x);
+	actor_quit(&y);
+}
+END_TEST
+
+/*
+ * The second review of issue 31 (S2): what a waiter passes on to its
+ * wakers changes while its E does not.  A (19) holds M with Y (0)
+ * waiting on it with a deadline; A waits on C (waker B); X (0) waits on
+ * D, whose waker is A, so E(A) is 0 twice over.  Y times out: E(A) stays
+ * 0 (X's lend), but A passes on to B only what its locks lend it, now
+ * nothing: B is back at 19.
+ */
+START_TEST(a_lock_lend_gone_under_an_unchanged_E_is_withdrawn_from_the_wakers)
+{
+	struct cv c = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
+	struct cv d = c;
+	proxylock_mutex_t m = PROXYLOCK_MUTEX_INITIALIZER;
+	struct actor a, b, x, y, t;
+
+	require_nice_lending();
+	actor_start(&a, 19, -1);
+	actor_start(&b, 19, -1);
+	actor_start(&x, 0, -1);
+	actor_start(&y, 0, -1);
+	actor_start(&t, 19, -1);
+	teach(&t, &b, &c);
+	teach(&t, &a, &d);
+	actor_do(&a, ACT_LOCK, &m, 0);
+	y.timeout_ns = 1000L * 1000 * 1000;
+	actor_block_on(&y, ACT_TIMEDLOCK, &m);
+	wait_on(&a, &c, 1);
+	wait_on(&x, &d, 1);
+	ck_assert_msg(eventually(nice_of(a.tid) == 0 && nice_of(b.tid) == 0, bound_ms(2000)),
+	              "while Y waits: A at %d, B at %d", nice_of(a.tid), nice_of(b.tid));
+	ck_assert_int_eq(actor_wait(&y), ETIMEDOUT);
+	ck_assert_msg(eventually(nice_of(b.tid) == 19, bound_ms(2000)),
+	              "Y timed out and left: B at nice %d, not 19 (A at %d, lent by X)",
+	              nice_of(b.tid), nice_of(a.tid));
+	ck_assert_int_eq(proxylock_cond_signal(&d.c), 0);
+	ck_assert_int_eq(actor_wait(&x), 0);
+	ck_assert_int_eq(proxylock_cond_signal(&c.c), 0);
+	ck_assert_int_eq(actor_wait(&a), 0);
+	actor_do(&a, ACT_UNLOCK, &m, 0);
+	actor_quit(&a);
+	actor_quit(&b);
+	actor_quit(&x);
+	actor_quit(&y);
+	actor_quit(&t);
+}
+END_TEST
+
+/*
+ * The second review of issue 31 (C1): a waiter whose context was never
+ * read lends no context it does not have.  W1 and W2 (19), whose records
+ * are new, wait on a condvar whose mutex lends nothing, before any waker
+ * is learned (so nothing made them read their context); S (19) signals
+ * once: learned, it is lent what W2, still waiting, has: 19, not a new
+ * record's zeroes (nice 0).
+ */
+START_TEST(a_condvar_waiter_whose_context_was_never_read_lends_only_what_it_has)
 {
 	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
-	struct actor w, s;
+	proxylock_mutexattr_t at;
+	struct actor w1, w2, s;
 
-	scene_start(&w, &s, &v);
-	ck_assert_int_eq(nice_of(s.tid), 19);
-	wait_on(&w, &v, 1);
-	ck_assert_msg(RAISED(s.tid), "the signaller is at nice %d while its nice-0 waiter sleeps",
-	              nice_of(s.tid));
-	wake_restores(&s, cv_signal, &v);
-	ck_assert_int_eq(actor_wait(&w), 0);
-	actor_quit(&w);
+	require_nice_lending();
+	ck_assert_int_eq(proxylock_mutexattr_init(&at), 0);
+	ck_assert_int_eq(proxylock_mutexattr_setdonate(&at, 0), 0);
+	ck_assert_int_eq(proxylock_mutex_init(&v.m, &at), 0);
+	actor_start(&w1, 19, -1);
+	actor_start(&w2, 19, -1);
+	actor_start(&s, 19, -1);
+	wait_on(&w1, &v, 1);
+	wait_on(&w2, &v, 2);
+	actor_call(&s, cv_signal, &v);
+	ck_assert_int_eq(actor_wait(&s), 0);
+	ck_assert_msg(s.after.nice == 19 && nice_of(s.tid) == 19,
+	              "the signaller is at nice %d (%d right after its signal) while only "
+	              "nice-19 threads wait", nice_of(s.tid), s.after.nice);
+	ck_assert_int_eq(proxylock_cond_broadcast(&v.c), 0);
+	ck_assert_int_eq(actor_wait(&w1), 0);
+	ck_assert_int_eq(actor_wait(&w2), 0);
+	actor_quit(&w1);
+	actor_quit(&w2);
 	actor_quit(&s);
+}
+END_TEST
+
+START_TEST(a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait)
+{
+	cv_waiter_lends_until_the_signal(&nice_lending);
 }
 END_TEST
 
@@ -201,18 +303,7 @@ END_TEST
 
 START_TEST(a_waiter_that_times_out_withdraws_its_lend)
 {
-	struct cv v = { PROXYLOCK_COND_INITIALIZER, PROXYLOCK_MUTEX_INITIALIZER, 0 };
-	struct actor w, s;
-
-	scene_start(&w, &s, &v);
-	v.timeout_ns = 300 * 1000 * 1000;
-	wait_on(&w, &v, 1);
-	ck_assert_msg(RAISED(s.tid), "signaller at nice %d", nice_of(s.tid));
-	ck_assert_int_eq(actor_wait(&w), ETIMEDOUT);
-	ck_assert_msg(nice_of(s.tid) == 19, "signaller still at nice %d after the timeout",
-	              nice_of(s.tid));
-	actor_quit(&w);
-	actor_quit(&s);
+	cv_waiter_times_out_and_withdraws(&nice_lending);
 }
 END_TEST
 
@@ -466,6 +557,9 @@ static Suite *wakers_suite(void)
 	tcase_add_test(tc, a_waiter_lends_to_its_signaller_until_the_signal_that_ends_its_wait);
 	tcase_add_test(tc, a_cycle_of_wakers_keeps_no_lend_after_its_source_stops_waiting);
 	tcase_add_test(tc, a_wait_that_releases_a_contended_mutex_lends_its_wakers_only_what_still_waits);
+	tcase_add_test(tc, a_cycle_through_a_mutex_and_a_condvar_keeps_no_lend);
+	tcase_add_test(tc, a_lock_lend_gone_under_an_unchanged_E_is_withdrawn_from_the_wakers);
+	tcase_add_test(tc, a_condvar_waiter_whose_context_was_never_read_lends_only_what_it_has);
 	tcase_add_test(tc, two_waiters_lend_to_the_broadcaster_and_its_broadcast_restores_it);
 	tcase_add_test(tc, a_waiter_that_times_out_withdraws_its_lend);
 	tcase_add_test(tc, a_cancelled_waiter_withdraws_its_lend);

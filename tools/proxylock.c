@@ -374,7 +374,11 @@ static int cmd_run(int argc, char **argv)
 			free(file);
 			return EXIT_USAGE;
 		}
-		if (setenv("PROXYLOCK_STATS_FILE", file, 1)) {
+		/* This process becomes the program: its report takes the
+		 * name; a helper's that ends first (a shell's, a shim's)
+		 * does not (report.c). */
+		snprintf(var, sizeof(var), "%d", (int)getpid());
+		if (setenv("PROXYLOCK_STATS_FILE", file, 1) || setenv("PROXYLOCK_STATS_PID", var, 1)) {
 			perror("proxylock");
 			return EXIT_OURS;
 		}

@@ -2,11 +2,11 @@
 # Issue 34, the report: it starts with the program and its PID; a
 # process that contended nothing says nothing unless --stats=all (so a
 # shell in front of the program adds no report); --top and --sort
-# choose the rows; --stats=FILE gives each process its own file; a
-# program ended by SIGTERM or SIGINT still reports, and still dies of
-# the signal, while its own handlers (CPython's KeyboardInterrupt) are
-# what they would be; `proxylock report PID` gets a report from a
-# running program.
+# choose the rows; --stats=FILE gives each process its own file, the
+# name as given to the program's own report; a program ended by SIGTERM
+# or SIGINT still reports, and still dies of the signal, while its own
+# handlers (CPython's KeyboardInterrupt) are what they would be;
+# `proxylock report PID` gets a report from a running program.
 #   usage: report.sh PROXYLOCK
 set -u
 tool=$1
@@ -59,13 +59,30 @@ rows=$(grep -Ec '^proxylock: (mutex|rwlock) +#' "$d/top.err")
 [ "$rows" = 1 ] && grep -q '1 of [0-9]* locks shown, by held' "$d/top.err" &&
 	ok "--top=1 --sort=held: one row, by held" || bad "--top=1 --sort=held: $(cat "$d/top.err")"
 
-# One file a process: the second to report takes the name with its PID.
-"$tool" run --stats="$d/r.json" sh -c 'python3 "$0" 1; python3 "$0" 1' "$d/contend.py" \
+# One file a process: the program (the python the shell becomes) takes
+# the name, the other one the name with its PID, and says so.
+"$tool" run --stats="$d/r.json" sh -c 'python3 "$0" 1; exec python3 "$0" 1' "$d/contend.py" \
 	>/dev/null 2>"$d/file.err"
 set -- "$d"/r.*.json
 [ -f "$d/r.json" ] && [ $# = 1 ] && [ -f "$1" ] && grep -q 'the report of pid [0-9]* is in' "$d/file.err" &&
 	ok "--stats=FILE: one file a process, never overwritten ($(basename "$1"))" ||
 	bad "--stats=FILE with two processes: $(ls "$d") / $(cat "$d/file.err")"
+
+# The name given is the program's: a helper its shell runs and that ends
+# first (as pyenv's python3 shim runs 40) takes the name with its PID,
+# quietly, and the program the shell becomes takes the name.
+py=$(python3 -c 'import sys; print(sys.executable)')
+"$tool" run --stats=all --stats="$d/own.json" sh -c '/bin/true; exec "$0" "$1" 1' \
+	"$py" "$d/contend.py" >/dev/null 2>"$d/own.err"
+set -- "$d"/own.*.json
+if python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+assert "python" in r["program"] and r["totals"]["contended"] > 0, r["program"]
+assert json.load(open(sys.argv[2]))["program"].endswith("true")' "$d/own.json" "$1" 2>"$d/own.py" &&
+   [ $# = 1 ] && [ ! -s "$d/own.err" ]; then
+	ok "--stats=all --stats=FILE: FILE is the program's report, a helper's has its PID"
+else
+	bad "--stats=all --stats=FILE: $(tail -1 "$d/own.py"); files $(cd "$d" && echo own*); stderr $(cat "$d/own.err")"
+fi
 
 # Ended by a signal: the report, and the same death.
 python3 - "$tool" "$d" <<'PY' || fail=1

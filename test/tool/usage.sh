@@ -41,6 +41,10 @@ expect 2 'file name is missing' run --stats= $run
 expect 2 'sort=time: it takes contended, wait, held or donations' run --sort=time $run
 expect 2 'top=0: it takes' run --top=0 $run
 expect 2 'report-signal=KILL: it takes' run --report-signal=KILL $run
+expect 2 'report-signal=HUP: it takes' run --report-signal=HUP $run
+expect 2 'report-signal=SIGWINCH: it takes' run --report-signal=SIGWINCH $run
+expect 2 'report-signal=RTMAX-52: it takes' run --report-signal=RTMAX-52 $run
+expect 2 'report-signal=RTMIN\+31: it takes' run --report-signal=RTMIN+31 $run
 touch "$d/taken.json"
 expect 2 'taken.json exists; remove it, or put %p' run --stats="$d/taken.json" $run
 expect 2 'no program' run --stats
@@ -92,5 +96,5 @@ agree affinity PROXYLOCK_AFFINITY union Union node waiters x
 agree handoff-us PROXYLOCK_HANDOFF_US 0 250 99999999999999999999 -1 10x abc
 agree sort PROXYLOCK_STATS_SORT wait held contended donations time
 agree top PROXYLOCK_STATS_TOP 1 25 0 x
-agree report-signal PROXYLOCK_STATS_SIGNAL USR1 SIGUSR2 RTMIN+2 none KILL INT
+agree report-signal PROXYLOCK_STATS_SIGNAL USR1 SIGUSR2 RTMIN+2 RTMAX-30 none KILL INT HUP QUIT RTMAX-52 1
 exit $fail

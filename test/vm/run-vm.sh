@@ -1,9 +1,13 @@
 #!/bin/sh
 # Boot the uclamp test kernel under qemu with a statically linked test
 # program as /init, and turn the guest's serial output into a verdict.
-#   usage: run-vm.sh GUEST-BINARY [PROXYLOCK-STATIC]
+#   usage: run-vm.sh GUEST-BINARY [PROXYLOCK-STATIC [PRELOAD-LIB PRELOAD-TEST]]
 # With PROXYLOCK-STATIC, the guest also runs `proxylock caps` (as
-# /bin/proxylock), which must say uclamp is there.
+# /bin/proxylock), which must say uclamp is there.  With PRELOAD-LIB (the
+# interposer) and PRELOAD-TEST (test_preload_wakers, dynamic), the guest
+# runs that test's uclamp case under LD_PRELOAD (semaphores lend uclamp:
+# only the interposer has them); their shared libraries go into the
+# initramfs at the paths the host's ldd names.
 # Exit: 0 all passed; 1 a test failed; 77 (meson's skip) when the kernel
 # cannot be built or the guest does not boot: said loudly, never a pass.
 # PROXYLOCK_VM_KVM=1 tries KVM first (it hangs on this machine kind, a
@@ -16,6 +20,8 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 guest=$1
 tool=${2:-}
+preload_lib=${3:-}
+preload_test=${4:-}
 skip() { echo "=== VM SUITE SKIPPED: $* ===" >&2; exit 77; }
 
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
@@ -29,6 +35,15 @@ cp "$guest" "$work/root/init"
 if [ -n "$tool" ]; then
 	mkdir -p "$work/root/bin"
 	cp "$tool" "$work/root/bin/proxylock"
+fi
+if [ -n "$preload_test" ]; then
+	mkdir -p "$work/root/b"
+	cp "$preload_lib" "$work/root/b/libproxylock-preload.so"
+	cp "$preload_test" "$work/root/b/test_preload_wakers"
+	for lib in $(ldd "$preload_lib" "$preload_test" | sed -n 's|.*[[:space:]]\(/[^ ]*\) (0x.*|\1|p' | sort -u); do
+		mkdir -p "$work/root$(dirname "$lib")"
+		cp -L "$lib" "$work/root$lib"
+	done
 fi
 (cd "$work/root" && find . | cpio -H newc -o --quiet | gzip -1) > "$work/init.cpio.gz"
 
@@ -64,6 +79,17 @@ if [ -n "$tool" ]; then
 		echo "vm: proxylock caps in the guest says uclamp is there"
 	else
 		echo "vm: proxylock caps in the guest does not say uclamp: yes (status 0)" >&2
+		exit 1
+	fi
+fi
+if [ -n "$preload_test" ]; then
+	# Ran, and ran cases (a CK_RUN_CASE that names none runs nothing, and passes).
+	if grep -q 'PROXYLOCK-VM: PRELOAD END status=0' "$work/serial.txt" &&
+	   sed -n '/PROXYLOCK-VM: PRELOAD BEGIN/,/PROXYLOCK-VM: PRELOAD END/p' "$work/serial.txt" |
+		grep -q 'Checks: [1-9][0-9]*, Failures: 0'; then
+		echo "vm: the semaphore cases passed under the interposer in the guest"
+	else
+		echo "vm: the semaphore cases under the interposer did not pass in the guest" >&2
 		exit 1
 	fi
 fi

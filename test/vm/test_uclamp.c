@@ -8,15 +8,19 @@
  * effective uclamp.min, printed with CONFIG_SCHED_DEBUG).  Mutexes, then
  * rwlocks (issue 15): test_rwlock.c's scenarios from rwscenario.h (a
  * waiting writer lends to each reader, a timed-out writer withdraws, a
- * chain), and readers combining their clamps on a writer.  Then, if the
- * initramfs has it, /bin/proxylock caps runs, its output between markers
- * (run-vm.sh checks it says uclamp: yes).
+ * chain), and readers combining their clamps on a writer.  Waits for
+ * work (issue 31): a condvar's waiter lends to its learned waker until
+ * the signal or its timeout, and an explicit lend until its end.  Then,
+ * if the initramfs has them, test_preload_wakers' uclamp case runs under
+ * the interposer (a semaphore's waiter lends to its poster), and
+ * /bin/proxylock caps, each between markers (run-vm.sh checks them).
  */
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
 #include <termios.h>
 
+#include "condactor.h"
 #include "rwscenario.h"
 
 /* "effective uclamp.min" etc. from /proc/self/task/<tid>/sched; -1 if absent. */
@@ -195,6 +199,91 @@ START_TEST(a_chain_rwlock_mutex_rwlock_carries_uclamp_to_the_last_reader)
 }
 END_TEST
 
+/* --- waits for work (issue 31): a condvar's waiter lends to its waker -- */
+
+/* A high waiter (1024..1024) and a worker capped low (0..100): what the
+ * waiter lends raises both clamps of the worker to its own. */
+#define WAITER_UMIN 1024
+#define WORKER_UMAX 100
+
+static void high_waiter(struct actor *a)
+{
+	actor_start_uclamp(a, WAITER_UMIN, 1024);
+}
+
+static void capped_worker(struct actor *a)
+{
+	actor_start_uclamp(a, 0, WORKER_UMAX);
+}
+
+static bool runs_with_the_waiters_uclamp(struct actor *a)
+{
+	return clamps_are(a->tid, WAITER_UMIN, 1024) &&
+	       proc_sched(a->tid, "effective uclamp.min") == WAITER_UMIN;
+}
+
+static bool at_its_own_uclamp(struct actor *a)
+{
+	return clamps_are(a->tid, 0, WORKER_UMAX) && proc_sched(a->tid, "effective uclamp.min") == 0;
+}
+
+static void say_uclamp(struct actor *a, char *buf, size_t len)
+{
+	struct kview v = kview_of(a->tid);
+
+	snprintf(buf, len, "uclamp %u..%u", v.umin, v.umax);
+}
+
+static const struct cv_lending uclamp_cv_lending = { high_waiter, capped_worker,
+                                                     runs_with_the_waiters_uclamp,
+                                                     at_its_own_uclamp, say_uclamp };
+
+START_TEST(a_condvar_waiter_lends_its_uclamp_to_its_learned_waker_until_the_signal)
+{
+	cv_waiter_lends_until_the_signal(&uclamp_cv_lending);
+}
+END_TEST
+
+START_TEST(a_condvar_waiter_that_times_out_takes_its_uclamp_back_from_the_waker)
+{
+	cv_waiter_times_out_and_withdraws(&uclamp_cv_lending);
+}
+END_TEST
+
+/* --- the explicit lend (proxylock_lend_begin/end) --------------------- */
+
+static proxylock_lend_t lend;
+
+static int lend_begin(struct actor *a)
+{
+	return proxylock_lend_begin(*(pid_t *)a->arg, PROXYLOCK_DONATE_UCLAMP, &lend);
+}
+
+static int lend_end(struct actor *a)
+{
+	(void)a;
+	return proxylock_lend_end(&lend);
+}
+
+START_TEST(an_explicit_lend_gives_the_target_the_lenders_uclamp_until_its_end)
+{
+	struct actor w, k;
+
+	high_waiter(&w);
+	capped_worker(&k);
+	actor_call(&w, lend_begin, &k.tid);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	ck_assert_msg(runs_with_the_waiters_uclamp(&k), "the target runs at %u..%u after the begin",
+	              kview_of(k.tid).umin, kview_of(k.tid).umax);
+	actor_call(&w, lend_end, NULL);
+	ck_assert_int_eq(actor_wait(&w), 0);
+	ck_assert_msg(at_its_own_uclamp(&k), "the target is at %u..%u after the end",
+	              kview_of(k.tid).umin, kview_of(k.tid).umax);
+	actor_quit(&w);
+	actor_quit(&k);
+}
+END_TEST
+
 static Suite *uclamp_suite(void)
 {
 	Suite *s = suite_create("uclamp");
@@ -210,8 +299,29 @@ static Suite *uclamp_suite(void)
 	tcase_add_test(tc, readers_waiting_on_a_writer_lend_it_their_combined_uclamp_until_its_unlock);
 	tcase_add_test(tc, a_writer_timing_out_withdraws_its_uclamp_from_both_readers);
 	tcase_add_test(tc, a_chain_rwlock_mutex_rwlock_carries_uclamp_to_the_last_reader);
+	tcase_add_test(tc, a_condvar_waiter_lends_its_uclamp_to_its_learned_waker_until_the_signal);
+	tcase_add_test(tc, a_condvar_waiter_that_times_out_takes_its_uclamp_back_from_the_waker);
+	tcase_add_test(tc, an_explicit_lend_gives_the_target_the_lenders_uclamp_until_its_end);
 	suite_add_tcase(s, tc);
 	return s;
+}
+
+/* Run @path with the one argument @arg (or none), in this environment
+ * (PROXYLOCK_VM_APPEND's words among it) plus @env's NAME=VALUE words;
+ * its exit status, -1 if it did not exit. */
+static int run_child(const char *path, const char *arg, char **env)
+{
+	char *argv[] = { (char *)path, (char *)arg, NULL };
+	pid_t pid;
+	int st;
+
+	if ((pid = fork()) == 0) {
+		for (; *env; env++)
+			putenv(*env);
+		execv(path, argv);
+		_exit(127);
+	}
+	return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 int main(void)
@@ -231,20 +341,25 @@ int main(void)
 	srunner_run_all(sr, CK_VERBOSE);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	if (access("/b/test_preload_wakers", X_OK) == 0) {
+		char *env[] = { "LD_PRELOAD=/b/libproxylock-preload.so", "CK_RUN_CASE=uclamp",
+		                "PLK_REQUIRE_UCLAMP=1", NULL };
+		int status;
+
+		printf("PROXYLOCK-VM: PRELOAD BEGIN\n");
+		fflush(stdout);
+		status = run_child("/b/test_preload_wakers", NULL, env);
+		printf("PROXYLOCK-VM: PRELOAD END status=%d\n", status);
+		failed += status != 0;
+	}
 	if (access("/bin/proxylock", X_OK) == 0) {
-		pid_t pid;
-		int status = -1;
+		char *env[] = { NULL };
+		int status;
 
 		printf("PROXYLOCK-VM: CAPS BEGIN\n");
 		fflush(stdout);
-		if ((pid = fork()) == 0) {
-			execl("/bin/proxylock", "proxylock", "caps", (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, &status, 0);
-		printf("PROXYLOCK-VM: CAPS END status=%d\n",
-		       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		status = run_child("/bin/proxylock", "caps", env);
+		printf("PROXYLOCK-VM: CAPS END status=%d\n", status);
 	}
 	printf("PROXYLOCK-VM: DONE failed=%d\n", failed);
 	fflush(stdout);
