@@ -460,7 +460,9 @@ static bool call_gate(void *arg, const struct plk_sched_ctx *cur)
 
 	plk_ilock_lock(&t->lock);
 	open = call_back(r, cur) && t->gen == r->gen;
-	t->call_out = r->out = open;
+	if (!r->lost)  /* T.call_out is the holder's: not ours to write once taken over */
+		t->call_out = open;
+	r->out = open;
 	plk_ilock_unlock(&t->lock);
 	return open;
 }
@@ -555,6 +557,9 @@ static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		fork_note_apply(tid);
 		t->call_lowers = !lent;
 		r.gen = gen;
+		const struct plk_thread *outer = plk_tls_applying;
+
+		plk_tls_applying = t;
 		plk_ilock_unlock(&t->lock);
 		bool ours = adopted || tid_is_ours(tid);
 
@@ -563,6 +568,7 @@ static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 			seen_lock = lock;
 		}
 		plk_ilock_lock(&t->lock);
+		plk_tls_applying = outer;
 		if (!call_back(&r, &have)) {
 			/* Taken over.  Back from an orphan with the token free,
 			 * we repair what it may have undone; else its holder
@@ -807,7 +813,7 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 
 	plk_ilock_lock(&self->lock);
 	changed = held_set(self, lock, &none);
-	if (!changed && !apply_due(self) && !self->applier) {
+	if (!changed && !apply_due(self) && !self->applier && !self->orphans) {
 		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
 		return;
 	}
@@ -835,11 +841,15 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	own0 = t->eff_cpus;
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
+	const struct plk_thread *outer = plk_tls_applying;
+
+	plk_tls_applying = t;
 	plk_ilock_unlock(&t->lock);
 	ok = set(arg);
 	read = ok && plk_sched_read(tid, &now) == 0;
 	ns = plk_now_ns();
 	plk_ilock_lock(&t->lock);
+	plk_tls_applying = outer;
 	if (read) {
 		if ((plk_sched_equal(&t->applied, &t->base) && !t->view_stale) || t->base_unverified) {
 			/* Nothing of ours in the kernel: it is all B(T). */

@@ -55,6 +55,7 @@
 
 __thread uint64_t plk_tls_id __attribute__((tls_model("initial-exec")));
 static __thread struct plk_thread *tls_self __attribute__((tls_model("initial-exec")));
+__thread const struct plk_thread *plk_tls_applying __attribute__((tls_model("initial-exec")));
 
 static struct plk_thread **pages[NPAGES];
 /* The kernel does not do MADV_WIPEONFORK (before Linux 4.14 it says
@@ -566,9 +567,10 @@ void plk_thread_unlock(struct plk_thread *t)
 bool plk_thread_token_wait(struct plk_thread *t, pid_t tid)
 {
 	for (;;) {
-		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid) {
-			/* Not ours to retire: it was retired (and may be free
-			 * or recycled) while we slept. */
+		/* Not ours to retire: it was retired (and may be free or
+		 * recycled) while we slept.  Or a signal handler inside our
+		 * own calls for @t: the token or the call in flight is ours. */
+		if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) != tid || plk_tls_applying == t) {
 			plk_ilock_unlock(&t->lock);
 			return false;
 		}

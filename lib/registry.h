@@ -295,9 +295,18 @@ static inline bool plk_thread_token_take(struct plk_thread *t)
  * with no internal lock held) while another thread has it or a call
  * whose maker lost it is in flight (donate.c, "Overtaking").  Called with
  * t->lock held; returns true with t->lock held and the token taken, or
- * false with t unlocked if the record stopped being @tid's.
+ * false with t unlocked if the record stopped being @tid's, or if this
+ * thread is itself making @t's calls (plk_tls_applying: a signal handler
+ * run inside them must not wait for itself; the interrupted maker meets
+ * the handler's new generation at its next gate or re-check).
  */
 PLK_HIDDEN bool plk_thread_token_wait(struct plk_thread *t, pid_t tid);
+
+/* The record whose scheduler calls this thread is making with no
+ * internal lock held (donate.c sets it around them), else NULL.  Read
+ * only by this thread, from a signal handler: plain TLS suffices. */
+PLK_HIDDEN extern __thread const struct plk_thread *plk_tls_applying
+	__attribute__((tls_model("initial-exec")));
 
 /**
  * plk_thread_token_drop_unlock - drop @t's token and its lock (as

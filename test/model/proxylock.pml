@@ -250,6 +250,9 @@ inline bump(v) {
  * flight and the view not marked stale, applied is what the kernel has. */
 inline drop_token() {
 	applier[tg] = 0; ag = 0;
+#ifdef STRICT_DROP
+	CHECK(orphans[tg] != 0 || !stale[tg], "violated: dropped stale with no orphan out\n");
+#endif
 	CHECK(orphans[tg] != 0 || stale[tg] || kview[tg] == applied[tg],
 	      "violated: I2: token free, no orphan out, the kernel differs from T.applied\n")
 }
@@ -258,7 +261,9 @@ inline drop_token() {
  * the orphan off, mark the view stale; repair if the token is free. */
 inline call_lost() {
 	if
-	:: out -> orphans[tg]--;
+	:: out ->
+		CHECK(orphans[tg] > 0, "violated: orphan count underflow: a call counted off that was never counted\n");
+		orphans[tg]--;
 #ifndef BROKEN_OVERTAKE
 		stale[tg] = 1;
 #endif
@@ -283,6 +288,9 @@ inline donate_apply() {
 			applier[tg] = me; ag = 1; call_lowers[tg] = 0;
 			if
 			:: call_out[tg] -> call_out[tg] = 0; orphans[tg]++;
+#ifdef ONE_ORPHAN
+				CHECK(orphans[tg] <= 1, "violated: two orphans out\n");
+#endif
 #ifndef BROKEN_OVERTAKE
 				stale[tg] = 1
 #else
@@ -320,7 +328,12 @@ inline donate_apply() {
 	:: ag && ph == 2 ->
 		d_step {	/* the gate before the call: relock, re-check */
 			if
+#ifdef C_GATE
+			/* broken: a holder that lost the token clears the new holder's call_out (the bug the review of the overtake found) */
+			:: applier[tg] != me -> call_lost(); call_out[tg] = 0
+#else
 			:: applier[tg] != me -> call_lost()
+#endif
 			:: applier[tg] == me && gen[tg] != g -> call_lowers[tg] = 0; ph = 0
 			:: else -> call_out[tg] = 1; out = 1; ph = 3
 			fi
@@ -923,7 +936,11 @@ init
 #ifndef COND
 		run thread(1, 0, ROUNDS + 1);	/* barger, owner */
 		run thread(2, 1, ROUNDS);	/* timed waiter */
+#ifdef TWO_TIMED
+		run thread(3, 1, ROUNDS)	/* a second timed waiter */
+#else
 		run thread(3, 2, ROUNDS)	/* plain waiter */
+#endif
 #else
 		run thread(1, 0, 1);
 		run thread(2, 1, 1);
