@@ -53,7 +53,10 @@ static void *o_main(void *arg)
  * the apply stays in this thread's deferred list until a flush. */
 static void lend_by_stand_in(pid_t tid, const struct plk_lends *l)
 {
-	struct plk_bucket *b = plk_waitq_lock(&stand_in);
+	struct plk_bucket *b;
+
+	plk_lend_prepare(NULL);  /* as a queue's update: the probes run outside the bucket */
+	b = plk_waitq_lock(&stand_in);
 
 	plk_donate_set(tid, &stand_in, l, 1);
 	plk_waitq_unlock(b);
