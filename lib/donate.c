@@ -255,13 +255,29 @@ bool plk_donate_next_deferred(struct plk_apply *out)
  * Has @w's context ever been read?  A new record's B(W) is zeroes
  * (SCHED_OTHER, nice 0), which it must never lend: a waiter re-reads
  * its own before it queues where its wait lends (plk_donate_waiter_refresh),
- * and until then lends nothing (the second review of issue 31, C1: two
- * nice-19 semaphore waiters lent their poster nice 0).  base_ns is set
- * by every read.  w->lock held.
+ * and until then lends only what it is lent (fold_lent), over no base
+ * (the second review of issue 31, C1: two nice-19 semaphore waiters lent
+ * their poster nice 0; the third, F2: a waiter lent to, whose first read
+ * was the deferred apply of that lend, passed nothing on, and the apply
+ * re-reads without walking).  base_ns is set by every read.  w->lock held.
  */
 static bool context_read(const struct plk_thread *w)
 {
 	return w->base_ns != 0;
+}
+
+/* Fold into @l, for @kinds, what @w's locks and explicit lends lend it
+ * (@by_locks: each entry's second fold): E(W), or E_L(W), with B(W)
+ * left out.  w->lock held. */
+static void fold_lent(struct plk_lend *l, const struct plk_thread *w, bool by_locks,
+                      unsigned kinds)
+{
+	for (int i = 0; i < w->nheld; i++) {
+		struct plk_lend m = by_locks ? w->held[i].lend.by_locks : w->held[i].lend.all;
+
+		m.kinds &= kinds;
+		plk_lend_merge(l, &m);
+	}
 }
 
 void plk_donate_fold(struct plk_lends *l, struct plk_thread *w, unsigned kinds)
@@ -270,6 +286,9 @@ void plk_donate_fold(struct plk_lends *l, struct plk_thread *w, unsigned kinds)
 	if (context_read(w)) {
 		plk_lend_add_ranked(&l->all, &w->eff, &w->eff_cpus, kinds);
 		plk_lend_add_ranked(&l->by_locks, &w->eff_locks, &w->eff_locks_cpus, kinds);
+	} else {
+		fold_lent(&l->all, w, false, kinds);
+		fold_lent(&l->by_locks, w, true, kinds);
 	}
 	plk_ilock_unlock(&w->lock);
 }
@@ -279,6 +298,8 @@ void plk_donate_fold_for_wakers(struct plk_lend *l, struct plk_thread *w, unsign
 	plk_ilock_lock(&w->lock);
 	if (context_read(w))
 		plk_lend_add_ranked(l, &w->eff_locks, &w->eff_locks_cpus, kinds);
+	else
+		fold_lent(l, w, true, kinds);
 	plk_ilock_unlock(&w->lock);
 }
 

@@ -29,8 +29,9 @@ struct plk_apply {
 
 /**
  * plk_donate_fold - under the bucket of the lock @w is queued on: fold
- * E(@w) into l->all and E_L(@w) into l->by_locks, for @kinds; nothing if
- * @w's context was never read (a new record's zeroes are no context).
+ * E(@w) into l->all and E_L(@w) into l->by_locks, for @kinds; if @w's
+ * context was never read (a new record's zeroes are no context), only
+ * what @w is lent, B(@w) left out.
  */
 PLK_HIDDEN void plk_donate_fold(struct plk_lends *l, struct plk_thread *w, unsigned kinds);
 

@@ -127,7 +127,10 @@ static void lend_drop(const proxylock_lend_t *lend, pid_t tid)
 	plk_lend_flush();
 }
 
-/* X2: the lender exits with lends begun. */
+/* X2: the lender exits with lends begun.  Each entry goes before its
+ * slot, as proxylock_lend_end's: until then a begin of the same handle
+ * by another thread is refused (EBUSY), so our drop never takes its new
+ * lend's entry (X1). */
 static void lender_exit(void *arg)
 {
 	(void)arg;
@@ -140,12 +143,12 @@ static void lender_exit(void *arg)
 			if (lends.slot[i].handle && pthread_equal(lends.slot[i].lender, pthread_self())) {
 				lend = lends.slot[i].handle;
 				tid = lends.slot[i].tid;
-				lends.slot[i].handle = NULL;
 			}
 		plk_ilock_unlock(&lends.lock);
 		if (!lend)
 			return;
 		lend_drop(lend, tid);
+		(void)slot_take(lend, &tid, true);
 	}
 }
 

@@ -51,6 +51,7 @@ static void set_release(struct plk_rdset *s)
 	}
 	s->nused = 0;
 	s->retracted = 0;
+	s->retracted_rw = 0;
 	/* Release: the next claimer (acquire) sees the slots clear. */
 	__atomic_store_n(&s->owner, (o & ~0xffffffffull) + (1ull << 32), __ATOMIC_RELEASE);
 }

@@ -54,13 +54,17 @@ struct plk_rdset {
 	uint32_t nused;                /* slots [0, nused) may be in use; owner's */
 	/* Owner's: a publication was retracted (its increment failed), so a
 	 * writer may have lent to us without our holding the lock; the slow
-	 * path takes it over (rwlock.c: rd_not_reader), and the read fast
-	 * path refuses while it is set (rwlockword.h). */
+	 * path takes it over (rwlock.c: rd_hold_prepare, rd_not_reader), and
+	 * the read fast path refuses while it is set (rwlockword.h). */
 	uint8_t retracted;
 	uint8_t withdraw[PLK_RD_SLOTS];  /* owner's: the last unlock must withdraw */
 	/* plk_cpu_has_prefetchw() (cpu.h), copied at the claim onto a line
 	 * the fast paths read anyway; the owner's. */
 	bool prefetchw;
+	/* Owner's: the rwlock a pending retraction is for, when a signal
+	 * handler refused inside its thread's critical section left it
+	 * (rwlock.c: rw_refused); 0: the current call's own. */
+	uintptr_t retracted_rw;
 } __attribute__((aligned(64)));
 
 /* The caller's set (initial-exec TLS), NULL until its first read lock. */

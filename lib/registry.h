@@ -64,8 +64,9 @@ struct plk_thread {
 	uint32_t apply_seq;            /* futex word: bumped when the token is freed */
 	/* On the free list (registry.c).  Beside .lock and .apply_waiters:
 	 * where the kernel cannot wipe records on fork, a fork child reads
-	 * all three in every free record, and a record is most of a page, so
-	 * apart they would cost two pages a record. */
+	 * all three in every free record, and a record spans more than a
+	 * 4 KiB page (6,840 bytes on x86-64, ~1.7 pages), so apart they
+	 * could fault in two pages a record. */
 	struct plk_thread *free_next;
 	bool adopted;                  /* its own thread holds it (key set) */
 	struct plk_sched_ctx base;     /* B(T) */

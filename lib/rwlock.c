@@ -404,9 +404,13 @@ struct rd_hold {
 	bool retracted;       /* a publication of ours failed its increment */
 };
 
+static void rd_not_reader(proxylock_rwlock_t *rw);
+
 /* Find or reserve the caller's slot for @rw (no internal lock held). */
 static void rd_hold_prepare(proxylock_rwlock_t *rw, struct rd_hold *h)
 {
+	uintptr_t other;
+
 	h->s = plk_rdset_self();
 	h->recursive = false;
 	h->retracted = false;
@@ -414,7 +418,19 @@ static void rd_hold_prepare(proxylock_rwlock_t *rw, struct rd_hold *h)
 	if (!h->s)
 		return;
 	h->retracted = h->s->retracted;  /* the fast path's */
+	other = h->s->retracted_rw;
 	h->s->retracted = 0;
+	h->s->retracted_rw = 0;
+	if (h->retracted && other && other != (uintptr_t)rw) {
+		/* Left by a refused handler, on another rwlock: withdrawn
+		 * with its own key, after a hold of its bucket (as
+		 * rd_fail_unlocked).  That rwlock may be gone, so it is not
+		 * read: a lend it gives us as its lone reader (RW9), if we
+		 * are one, goes too, until its queue's next update. */
+		plk_waitq_unlock(plk_waitq_lock((proxylock_rwlock_t *)other));
+		rd_not_reader((proxylock_rwlock_t *)other);
+		h->retracted = false;
+	}
 	if ((h->slot = plk_rdset_find(h->s, (uintptr_t)rw)) >= 0)
 		h->recursive = true;
 	else
@@ -476,7 +492,8 @@ static int rd_fail(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
  * drop @rw's bucket first if there is one to withdraw.  Every exit of
  * rdlock_slow after rd_hold_prepare that did not hold the bucket goes
  * through here, so the fast path's retraction (s->retracted) is never
- * left for a later call on another rwlock to consume with the wrong key.
+ * left for a later call on another rwlock to consume with the wrong key
+ * (a refused handler's is left keyed: rw_refused).
  */
 static int rd_fail_unlocked(proxylock_rwlock_t *rw, struct rd_hold *h, int err)
 {
@@ -847,6 +864,32 @@ static int rw_yielding(proxylock_rwlock_t *rw, bool write, clockid_t clock,
 	}
 }
 
+/*
+ * A signal handler inside its own thread's internal critical section
+ * (plk_ilock_busy): all it may have of @rw past the fast path needs
+ * @rw's bucket (a lone reader's join, a queue, a retraction's
+ * withdrawal), which its thread may hold, so it takes none and never
+ * waits (docs/design.md, "Signal handlers inside the library"): EBUSY
+ * for a try, EDEADLK for a lock.  Its fast path's retraction stays
+ * pending (the read fast path refusing meanwhile), marked as @rw's, for
+ * the thread's next slow read lock (rd_hold_prepare): with its thread
+ * busy, a pending retraction is the handler's own (the slow path takes
+ * one over before any internal lock).
+ */
+static int rw_refused(proxylock_rwlock_t *rw, uint32_t w, bool write, bool try)
+{
+	struct plk_rdset *s = plk_tls_rdset;
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (!write && s && s->retracted && !s->retracted_rw)
+		s->retracted_rw = (uintptr_t)rw;
+	if (try)
+		return EBUSY;
+	return plk_ilock_busy_refuse(write ? "a signal handler's contended rwlock write lock"
+	                                   : "a signal handler's contended rwlock read lock");
+}
+
 /* --- read lock -------------------------------------------------------- */
 
 /*
@@ -863,6 +906,8 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 	struct rd_hold h;
 	int err;
 
+	if (plk_ilock_busy())  /* a handler inside our critical section: no bucket */
+		return rw_refused(rw, w, false, try);
 	rd_hold_prepare(rw, &h);  /* consumes the fast path's retraction */
 	if (rw_unusable(rw, w))
 		return rd_fail_unlocked(rw, &h, EINVAL);
@@ -952,9 +997,6 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (plk_ilock_busy())  /* a handler inside our critical section: no wait */
-			return rd_fail_unlocked(rw, &h, plk_ilock_busy_refuse("a signal handler's "
-			                                                      "contended rwlock read lock"));
 		if (!(me = plk_thread_self()) || plk_blocked_key(me)) {
 			err = rw_yielding(rw, false, clock, abstime, &h);
 			if (err == 0)
@@ -1054,6 +1096,8 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		return EINVAL;
 	if (write_held_by(w, self))
 		return try ? EBUSY : EDEADLK;
+	if (plk_ilock_busy())  /* a handler inside our critical section: no bucket */
+		return rw_refused(rw, w, true, try);
 	/* Only reads and a CAS from 0: the model's one CAS stands for the
 	 * whole spin, whatever its length. */
 	bool backoff = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
@@ -1080,8 +1124,6 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		plk_stat_contended();
 		if (abstime && !plk_timespec_valid(abstime))
 			return EINVAL;
-		if (plk_ilock_busy())  /* a handler inside our critical section: no wait */
-			return plk_ilock_busy_refuse("a signal handler's contended rwlock write lock");
 		if (!(me = plk_thread_self()) || plk_blocked_key(me))
 			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
 		if (plk_rw_lend_kinds(rw))

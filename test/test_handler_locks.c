@@ -8,14 +8,18 @@
  * by hand with the internal headers (plk_waitq_lock), and the handler is
  * raised inside it with pthread_kill: so the lock check (-Dlockcheck)
  * only warns here (the kill is a syscall under the lock).  The second
- * review of issue 31, S3: on the code before, the first hung for ever.
+ * review of issue 31, S3: on the code before, the first hung for ever;
+ * the third, F1: an rwlock's try, and a read lock of a lone reader's
+ * hold, waited for the bucket and hung ("HANG: write-held, tryrdlock").
  */
 #include <semaphore.h>
 #include <signal.h>
+#include <string.h>
 
 #include "helpers.h"
 #include "lockword.h"
 #include "registry.h"
+#include "rwlockword.h"
 #include "waitq.h"
 
 static proxylock_mutex_t m;
@@ -65,16 +69,13 @@ static void *queued(void *arg)
 	return NULL;
 }
 
-/* The watchdog: a handler that waits hangs its thread for ever. */
+/* The watchdog: a handler that waits hangs its thread for ever; @arg
+ * says what it waits for. */
 static void *watchdog(void *arg)
 {
-	(void)arg;
 	sleep(5);
 	if (!handler_ran) {
-		static const char msg[] = "HANG: the handler's lock of m waits while its thread "
-		                          "holds m's bucket, which the owner's unlock waits for\n";
-
-		(void)!write(2, msg, sizeof(msg) - 1);
+		(void)!write(2, arg, strlen(arg));
 		_exit(2);
 	}
 	return NULL;
@@ -105,7 +106,9 @@ START_TEST(a_handlers_contended_lock_inside_its_threads_critical_section_is_refu
 	on(SIGUSR1, lock_in_handler);
 	sem_init(&held, 0, 0);
 	sem_init(&done, 0, 0);
-	ck_assert_int_eq(pthread_create(&w, NULL, watchdog, NULL), 0);
+	ck_assert_int_eq(pthread_create(&w, NULL, watchdog,
+	                                "HANG: the handler's lock of m waits while its thread "
+	                                "holds m's bucket, which the owner's unlock waits for\n"), 0);
 	ck_assert_int_eq(pthread_create(&h, NULL, holder, (void *)(uintptr_t)300), 0);
 	sem_wait(&held);
 	ck_assert_int_eq(pthread_create(&q, NULL, queued, NULL), 0);
@@ -164,6 +167,96 @@ START_TEST(a_handlers_condvar_wait_inside_its_threads_critical_section_keeps_the
 }
 END_TEST
 
+/*
+ * An rwlock held by another thread (for writing, or by a lone reader:
+ * a solo word, joined only in its bucket), and a handler's call on it
+ * while its thread holds that bucket.  Nothing the handler asks for is
+ * had without the bucket, so a try answers EBUSY and a lock EDEADLK,
+ * at once.  The third review of issue 31, F1.
+ */
+static proxylock_rwlock_t rw;
+static sem_t rw_release;
+
+enum rw_op { TRYRD, TRYWR, RD, WR };
+
+static const struct rw_case {
+	bool write_held;
+	enum rw_op op;
+	int expect;
+	const char *name;
+} rw_cases[] = {
+	{ true, TRYRD, EBUSY, "write-held, tryrdlock" },
+	{ false, TRYWR, EBUSY, "lone-reader-held, trywrlock" },
+	{ false, TRYRD, EBUSY, "lone-reader-held, tryrdlock" },
+	{ false, RD, EDEADLK, "lone-reader-held, rdlock" },
+	{ true, RD, EDEADLK, "write-held, rdlock" },
+	{ false, WR, EDEADLK, "lone-reader-held, wrlock" },
+};
+static const struct rw_case *rw_now;
+
+static void rwlock_in_handler(int sig)
+{
+	uint64_t t0 = mono_ns();
+
+	(void)sig;
+	switch (rw_now->op) {
+	case TRYRD: handler_rc = proxylock_rwlock_tryrdlock(&rw); break;
+	case TRYWR: handler_rc = proxylock_rwlock_trywrlock(&rw); break;
+	case RD: handler_rc = proxylock_rwlock_rdlock(&rw); break;
+	case WR: handler_rc = proxylock_rwlock_wrlock(&rw); break;
+	}
+	handler_ns = mono_ns() - t0;
+	if (handler_rc == 0)
+		proxylock_rwlock_unlock(&rw);
+	handler_ran = 1;
+}
+
+static void *rw_holder(void *arg)
+{
+	(void)arg;
+	if (rw_now->write_held)
+		proxylock_rwlock_wrlock(&rw);
+	else
+		proxylock_rwlock_rdlock(&rw);
+	sem_post(&held);
+	sem_wait(&rw_release);
+	proxylock_rwlock_unlock(&rw);
+	return NULL;
+}
+
+START_TEST(a_handlers_rwlock_call_inside_its_threads_critical_section_is_answered_at_once)
+{
+	static char hang[160];
+	pthread_t h, w;
+
+	rw_now = &rw_cases[_i];
+	ck_assert_int_eq(proxylock_rwlock_init(&rw, NULL), 0);
+	on(SIGUSR1, rwlock_in_handler);
+	sem_init(&held, 0, 0);
+	sem_init(&rw_release, 0, 0);
+	ck_assert_int_eq(pthread_create(&h, NULL, rw_holder, NULL), 0);
+	sem_wait(&held);
+	if (!rw_now->write_held)
+		ck_assert_msg(__atomic_load_n(&rw.__word, __ATOMIC_ACQUIRE) & PLK_RW_SOLO,
+		              "the lone reader's hold is not solo: word %#x", rw.__word);
+	snprintf(hang, sizeof(hang), "HANG: %s: the handler's call waits for the rwlock's bucket, "
+	         "which its own thread holds\n", rw_now->name);
+	ck_assert_int_eq(pthread_create(&w, NULL, watchdog, hang), 0);
+	raise_holding_bucket_of(&rw);
+	ck_assert_msg(handler_ran && handler_rc == rw_now->expect,
+	              "%s in a handler inside its thread's critical section returned %d, not %d",
+	              rw_now->name, handler_rc, rw_now->expect);
+	ck_assert_msg(handler_ns < 200 * 1000 * 1000ull, "%s: the handler waited %llu ms to be answered",
+	              rw_now->name, (unsigned long long)(handler_ns / 1000000));
+	sem_post(&rw_release);
+	pthread_join(h, NULL);
+	pthread_cancel(w);
+	pthread_join(w, NULL);
+	ck_assert_int_eq(proxylock_rwlock_wrlock(&rw), 0);  /* nothing left behind */
+	ck_assert_int_eq(proxylock_rwlock_unlock(&rw), 0);
+}
+END_TEST
+
 static Suite *handler_locks_suite(void)
 {
 	Suite *s = suite_create("handler-locks");
@@ -173,6 +266,8 @@ static Suite *handler_locks_suite(void)
 	tcase_add_test(tc, a_handlers_contended_lock_inside_its_threads_critical_section_is_refused_at_once);
 	tcase_add_test(tc, a_handler_inside_a_critical_section_makes_no_thread_record_there);
 	tcase_add_test(tc, a_handlers_condvar_wait_inside_its_threads_critical_section_keeps_the_mutex);
+	tcase_add_loop_test(tc, a_handlers_rwlock_call_inside_its_threads_critical_section_is_answered_at_once,
+	                    0, (int)(sizeof(rw_cases) / sizeof(rw_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }
