@@ -387,14 +387,36 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
  * recorded until its locks withdraw it); the token is dropped and t
  * unlocked.
  */
+/*
+ * Drop t->lock for a call made holding @t's token (or with our call out
+ * as an orphan), marking @t as the record this thread makes calls for
+ * (plk_tls_applying): a signal handler run there never waits for @t's
+ * token, which is its own thread's (registry.h).  Returns the mark to
+ * put back with holding_relock().
+ */
+static const struct plk_thread *holding_unlock(struct plk_thread *t)
+{
+	const struct plk_thread *outer = plk_tls_applying;
+
+	plk_tls_applying = t;
+	plk_ilock_unlock(&t->lock);
+	return outer;
+}
+
+static void holding_relock(struct plk_thread *t, const struct plk_thread *outer)
+{
+	plk_ilock_lock(&t->lock);
+	plk_tls_applying = outer;
+}
+
 static bool holder_read(struct plk_thread *t, pid_t tid, struct plk_sched_ctx *now, uint64_t *ns)
 {
 	bool adopted = t->adopted, ok;
+	const struct plk_thread *outer = holding_unlock(t);
 
-	plk_ilock_unlock(&t->lock);
 	ok = (adopted || tid_is_ours(tid)) && plk_sched_read(tid, now) == 0;
 	*ns = plk_now_ns();
-	plk_ilock_lock(&t->lock);
+	holding_relock(t, outer);
 	if (!ok) {
 		t->applied_gen = t->gen;
 		t->base_check = false;
@@ -578,18 +600,14 @@ static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		fork_note_apply(tid);
 		t->call_lowers = !lent;
 		r.gen = gen;
-		const struct plk_thread *outer = plk_tls_applying;
-
-		plk_tls_applying = t;
-		plk_ilock_unlock(&t->lock);
+		const struct plk_thread *outer = holding_unlock(t);
 		bool ours = adopted || tid_is_ours(tid);
 
 		if (ours && plk_sched_apply(tid, &have, &want, &gate)) {
 			seen_kinds = count_apply(lock, tid, lent, &before, &have);
 			seen_lock = lock;
 		}
-		plk_ilock_lock(&t->lock);
-		plk_tls_applying = outer;
+		holding_relock(t, outer);
 		if (!call_back(&r, &have)) {
 			/* Taken over.  Back from an orphan with the token free,
 			 * we repair what it may have undone; else its holder
@@ -682,6 +700,18 @@ bool plk_donate_fork_prepare(struct plk_donate_fork_copy *copy)
 		return false;
 	(void)plk_config();  /* read now, not by recompute under the lock (pthread_once: I5) */
 	plk_ilock_lock(&me->lock);
+	if (plk_tls_applying == me) {
+		/* A handler's fork inside this thread's own calls: their
+		 * outcome is not known, so the child reads the kernel and sets
+		 * back the base (unless nothing of ours is in it: an unverified
+		 * copy is re-read before any call).  Inside base_set's call the
+		 * base copied is the one before the application's change. */
+		copy->base = me->base;
+		copy->applied = me->base_unverified ? me->base : me->applied;
+		__atomic_store_n(&fork_lent_late, !me->base_unverified, __ATOMIC_RELAXED);
+		plk_ilock_unlock(&me->lock);
+		return true;
+	}
 	if (!plk_thread_token_wait(me, tid))
 		return false;
 	if (me->base_unverified && !base_reread(me, tid))
@@ -785,10 +815,11 @@ bool plk_donate_base_get(pid_t tid, struct plk_sched_ctx *out, void (*read)(void
 	if (lent) {
 		*out = t->base;
 	} else {
-		plk_ilock_unlock(&t->lock);
+		const struct plk_thread *outer = holding_unlock(t);
+
 		read(arg);
 		ns = plk_now_ns();
-		plk_ilock_lock(&t->lock);
+		holding_relock(t, outer);
 	}
 	if (apply_due(t))
 		apply_locked(t, tid, ns);  /* what lenders left us; drops the token */
@@ -862,15 +893,12 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 	own0 = t->eff_cpus;
 	/* Holding the token, no lock: no donation call for T can run
 	 * between the application's call and our reading back what it set. */
-	const struct plk_thread *outer = plk_tls_applying;
+	const struct plk_thread *outer = holding_unlock(t);
 
-	plk_tls_applying = t;
-	plk_ilock_unlock(&t->lock);
 	ok = set(arg);
 	read = ok && plk_sched_read(tid, &now) == 0;
 	ns = plk_now_ns();
-	plk_ilock_lock(&t->lock);
-	plk_tls_applying = outer;
+	holding_relock(t, outer);
 	if (read) {
 		if ((plk_sched_equal(&t->applied, &t->base) && !t->view_stale) || t->base_unverified) {
 			/* Nothing of ours in the kernel: it is all B(T). */

@@ -623,8 +623,11 @@ static void self_destructor(void *arg)
 
 	tls_self = NULL;
 	plk_ilock_lock(&t->lock);
+	/* False only if this thread exits inside its own calls for @t
+	 * (pthread_exit from a signal handler there): the record is left
+	 * with its token, and is not retired. */
 	if (!plk_thread_token_wait(t, tid))
-		return;  /* cannot happen: only we retire an adopted record */
+		return;
 	record_retire(t);
 	wake = token_drop(t);
 	plk_ilock_unlock(&t->lock);

@@ -303,9 +303,10 @@ static inline bool plk_thread_token_take(struct plk_thread *t)
  */
 PLK_HIDDEN bool plk_thread_token_wait(struct plk_thread *t, pid_t tid);
 
-/* The record whose scheduler calls this thread is making with no
- * internal lock held (donate.c sets it around them), else NULL.  Read
- * only by this thread, from a signal handler: plain TLS suffices. */
+/* The record whose token (or call out as an orphan) this thread holds
+ * while it has dropped that record's lock: around every call and read
+ * made for it (donate.c, holding_unlock), else NULL.  Read only by this
+ * thread, from a signal handler: plain TLS suffices. */
 PLK_HIDDEN extern __thread const struct plk_thread *plk_tls_applying
 	__attribute__((tls_model("initial-exec")));
 

@@ -17,7 +17,7 @@
 
 static proxylock_lend_t handle;  /* one address, begun by both */
 static pid_t target, exiting;
-static volatile int begin_rc = -1, begin_done;
+static int begin_rc = -1, begin_done;
 static sem_t begun, go;
 
 static void *exiting_lender(void *arg)
@@ -33,8 +33,9 @@ static void *exiting_lender(void *arg)
 static void *second_lender(void *arg)
 {
 	(void)arg;
-	begin_rc = proxylock_lend_begin(target, PROXYLOCK_DONATE_NICE, &handle);
-	begin_done = 1;
+	__atomic_store_n(&begin_rc, proxylock_lend_begin(target, PROXYLOCK_DONATE_NICE, &handle),
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&begin_done, 1, __ATOMIC_RELEASE);  /* after begin_rc */
 	return NULL;
 }
 
@@ -56,7 +57,7 @@ START_TEST(an_exiting_lenders_handle_cannot_be_begun_again_before_its_entry_is_d
 	bool parked = eventually(thread_sleeping(exiting), bound_ms(2000));
 
 	ck_assert_int_eq(pthread_create(&s, NULL, second_lender, NULL), 0);
-	(void)eventually(begin_done, bound_ms(500));
+	(void)eventually(__atomic_load_n(&begin_done, __ATOMIC_ACQUIRE), bound_ms(500));
 	plk_thread_unlock(t);
 	pthread_join(s, NULL);
 	pthread_join(e, NULL);

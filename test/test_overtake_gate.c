@@ -47,7 +47,7 @@ static long (*next_syscall(void))(long, ...)
 	return f;
 }
 static volatile pid_t hold_tgkill_tid, hold_setattr_tid;
-static sem_t at_hold, release, landed, release2;
+static sem_t at_hold, release, landed, release2, done;
 
 long syscall(long nr, ...)
 {
@@ -102,9 +102,9 @@ static void show(const char *when)
 
 static void *target(void *arg)
 {
-	T = (pid_t)real_syscall(SYS_gettid);
-	for (;;)
-		pause();
+	__atomic_store_n(&T, (pid_t)real_syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+	while (sem_wait(&done) != 0)
+		;
 	return arg;
 }
 
@@ -147,10 +147,12 @@ int main(void)
 	real_syscall = next_syscall();
 	sem_init(&at_hold, 0, 0); sem_init(&release, 0, 0);
 	sem_init(&landed, 0, 0); sem_init(&release2, 0, 0);
+	sem_init(&done, 0, 0);
 	if (!(proxylock_caps() & PROXYLOCK_DONATE_NICE)) {
 		printf("SKIP: nice cannot be lent here\n");
 		return 77;
 	}
+	plk_lend_prepare(NULL);  /* as a queue's update: probes and settings read outside any lock */
 	pthread_create(&tt, NULL, target, NULL);
 	while (!__atomic_load_n(&T, __ATOMIC_SEQ_CST))
 		usleep(1000);
@@ -198,5 +200,7 @@ int main(void)
 		printf("FAIL: T's orphan count is %u with no call in flight\n", t->orphans);
 		return 1;
 	}
+	sem_post(&done);  /* T exits: its record is retired with its token */
+	pthread_join(tt, NULL);
 	return 0;
 }

@@ -103,6 +103,7 @@ int main(void)
 		printf("SKIP: nice cannot be lent here\n");
 		return 77;
 	}
+	plk_lend_prepare(NULL);  /* as a queue's update: probes and settings read outside any lock */
 	plk_sched_read(0, &w);
 	nice_base = w.nice;
 	w.nice = -5;
