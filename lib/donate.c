@@ -381,13 +381,6 @@ static unsigned count_apply(const void *lock, pid_t tid, bool lent,
 }
 
 /*
- * The kernel's view of @tid, read for T's token holder with t->lock
- * dropped around the calls (and *@ns, the time after).  False if the
- * thread is gone: nothing is left to make agree (what is lent stays
- * recorded until its locks withdraw it); the token is dropped and t
- * unlocked.
- */
-/*
  * Drop t->lock for a call made holding @t's token (or with our call out
  * as an orphan), marking @t as the record this thread makes calls for
  * (plk_tls_applying): a signal handler run there never waits for @t's
@@ -409,6 +402,13 @@ static void holding_relock(struct plk_thread *t, const struct plk_thread *outer)
 	plk_tls_applying = outer;
 }
 
+/*
+ * The kernel's view of @tid, read for T's token holder with t->lock
+ * dropped around the calls (and *@ns, the time after).  False if the
+ * thread is gone: nothing is left to make agree (what is lent stays
+ * recorded until its locks withdraw it); the token is dropped and t
+ * unlocked.
+ */
 static bool holder_read(struct plk_thread *t, pid_t tid, struct plk_sched_ctx *now, uint64_t *ns)
 {
 	bool adopted = t->adopted, ok;
