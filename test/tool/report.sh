@@ -121,14 +121,16 @@ if p.returncode == -signal.SIGINT and "ended by SIGINT" in err:
     print("ok - SIGINT at SIG_DFL: the report, and still killed by SIGINT")
 else:
     print("not ok - SIGINT at SIG_DFL: status %s, stderr: %s" % (p.returncode, err[:300])); bad = 1
-# On request, twice, from a running program: text, then JSON.
-p = subprocess.Popen([tool, "run", "--stats", "python3", d + "/contend.py", "4"],
+# On request, twice, from a running program: text, then JSON.  It runs
+# until both are in (a loaded machine makes a report slow), then is ended.
+p = subprocess.Popen([tool, "run", "--stats", "python3", d + "/contend.py", "60"],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 p.stdout.readline()
 time.sleep(1)
 r1 = subprocess.run([tool, "report", str(p.pid)], capture_output=True, text=True, timeout=20)
 r2 = subprocess.run([tool, "report", "--json", str(p.pid)], capture_output=True, text=True,
                     timeout=20)
+p.terminate()
 p.communicate(timeout=20)
 try:
     j = json.loads(r2.stdout)
