@@ -26,26 +26,22 @@
 #include "registry.h"
 #include "sched_attr.h"
 #include "proxylock.h"
+#include "overtake.h"
 
 static long (*real_syscall)(long, ...);
-static long (*next_syscall(void))(long, ...)
-{
-	void *p = dlsym(RTLD_NEXT, "syscall");
-	long (*f)(long, ...);
-	memcpy(&f, &p, sizeof(f));
-	return f;
-}
+
 static volatile pid_t hold_setattr_tid;
 static struct plk_thread *self_rec;
 static char K1;
 static struct plk_lends lend;
-static volatile int child_nice = 99, nice_base;
+static volatile int child_nice = 99;
+static int nice_base;  /* main's alone */
 
 long syscall(long nr, ...)
 {
 	va_list ap; long a[6];
 	va_start(ap, nr);
-	for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+	syscall_args(ap, a);
 	va_end(ap);
 	if (!real_syscall) real_syscall = next_syscall();
 	if (nr == SYS_sched_setattr && (pid_t)real_syscall(SYS_gettid) == hold_setattr_tid) {
@@ -94,7 +90,7 @@ PLK_HIDDEN extern bool plk_fork_hooks_installed;
 
 int main(void)
 {
-	pthread_t tt; struct plk_sched_ctx w;
+	pthread_t tt; int rc;
 
 	real_syscall = next_syscall();
 	if (!plk_fork_hooks_installed) {
@@ -102,17 +98,8 @@ int main(void)
 		return 1;
 	}
 	signal(SIGUSR1, on_usr1);
-	if (!(proxylock_caps() & PROXYLOCK_DONATE_NICE)) {
-		printf("SKIP: nice cannot be lent here\n");
-		return 77;
-	}
-	plk_lend_prepare(NULL);  /* as a queue's update: probes and settings read outside any lock */
-	plk_sched_read(0, &w);
-	nice_base = w.nice;
-	w.nice = -5;
-	plk_lends_init(&lend);
-	plk_lend_add(&lend.all, &w, PROXYLOCK_DONATE_NICE);
-	plk_lend_add(&lend.by_locks, &w, PROXYLOCK_DONATE_NICE);
+	if ((rc = overtake_lend_prepare(0, &lend, &nice_base)) != 0)
+		return rc;
 	pthread_create(&tt, NULL, target, NULL);
 	pthread_join(tt, NULL);
 	printf("child's nice after fork: %d (base %d)\n", child_nice, nice_base);

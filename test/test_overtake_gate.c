@@ -33,21 +33,13 @@
 #include "registry.h"
 #include "sched_attr.h"
 #include "proxylock.h"
+#include "overtake.h"
 
 static long (*real_syscall)(long, ...);
 
-/* glibc's syscall(), under ours (a data pointer's bits as a function's:
- * POSIX dlsym's own rule). */
-static long (*next_syscall(void))(long, ...)
-{
-	void *p = dlsym(RTLD_NEXT, "syscall");
-	long (*f)(long, ...);
-
-	memcpy(&f, &p, sizeof(f));
-	return f;
-}
 static volatile pid_t hold_tgkill_tid, hold_setattr_tid;
-static sem_t at_hold, release, landed, release2, done;
+/* release_a lets A go, release and release2 B: one each, so a post reaches the thread meant. */
+static sem_t at_hold, release_a, release, landed, release2, done;
 
 long syscall(long nr, ...)
 {
@@ -55,8 +47,7 @@ long syscall(long nr, ...)
 	long a[6];
 
 	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
+	syscall_args(ap, a);
 	va_end(ap);
 	if (!real_syscall)
 		real_syscall = next_syscall();
@@ -64,7 +55,7 @@ long syscall(long nr, ...)
 	if (nr == SYS_tgkill && me == hold_tgkill_tid) {
 		hold_tgkill_tid = 0;
 		sem_post(&at_hold);
-		while (sem_wait(&release) != 0)
+		while (sem_wait(&release_a) != 0)
 			;
 	}
 	if (nr == SYS_sched_setattr && me == hold_setattr_tid) {
@@ -141,26 +132,18 @@ static void *waiter(void *arg)
 int main(void)
 {
 	pthread_t tt, ta, tb, tw;
-	struct plk_sched_ctx w;
+	int rc;
 	struct timespec ts;
 
 	real_syscall = next_syscall();
-	sem_init(&at_hold, 0, 0); sem_init(&release, 0, 0);
+	sem_init(&at_hold, 0, 0); sem_init(&release, 0, 0); sem_init(&release_a, 0, 0);
 	sem_init(&landed, 0, 0); sem_init(&release2, 0, 0);
 	sem_init(&done, 0, 0);
-	if (!(proxylock_caps() & PROXYLOCK_DONATE_NICE)) {
-		printf("SKIP: nice cannot be lent here\n");
-		return 77;
-	}
-	plk_lend_prepare(NULL);  /* as a queue's update: probes and settings read outside any lock */
 	pthread_create(&tt, NULL, target, NULL);
 	while (!__atomic_load_n(&T, __ATOMIC_SEQ_CST))
 		usleep(1000);
-	if (plk_sched_read(T, &w) != 0) { perror("read"); return 2; }
-	w.nice = -5;  /* a waiter at nice -5 */
-	plk_lends_init(&lend);
-	plk_lend_add(&lend.all, &w, PROXYLOCK_DONATE_NICE);
-	plk_lend_add(&lend.by_locks, &w, PROXYLOCK_DONATE_NICE);
+	if ((rc = overtake_lend_prepare(T, &lend, NULL)) != 0)
+		return rc;
 
 	plk_registry_reserve(T);
 	plk_donate_set(T, &K1, &lend, 0);
@@ -174,7 +157,7 @@ int main(void)
 	pthread_create(&tb, NULL, thread_b, NULL);
 	sem_wait(&at_hold);
 	show("2. B overtook A, lent, then restoring: B's call in flight");
-	sem_post(&release);  /* A runs into its gate */
+	sem_post(&release_a);  /* A runs into its gate */
 	pthread_join(ta, NULL);
 	show("3. A's gate (token lost) wrote call_out = 0");
 	plk_donate_set(T, &K3, &lend, 0);  /* C lends through K3: takes over from B */

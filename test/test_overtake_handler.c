@@ -30,19 +30,10 @@
 #include "registry.h"
 #include "sched_attr.h"
 #include "proxylock.h"
+#include "overtake.h"
 
 static long (*real_syscall)(long, ...);
 
-/* glibc's syscall(), under ours (a data pointer's bits as a function's:
- * POSIX dlsym's own rule). */
-static long (*next_syscall(void))(long, ...)
-{
-	void *p = dlsym(RTLD_NEXT, "syscall");
-	long (*f)(long, ...);
-
-	memcpy(&f, &p, sizeof(f));
-	return f;
-}
 static volatile pid_t hold_setattr_tid;
 static sem_t at_hold, release;
 static struct plk_thread *self_rec;
@@ -56,7 +47,7 @@ long syscall(long nr, ...)
 {
 	va_list ap; long a[6];
 	va_start(ap, nr);
-	for (int i = 0; i < 6; i++) a[i] = va_arg(ap, long);
+	syscall_args(ap, a);
 	va_end(ap);
 	if (!real_syscall) real_syscall = next_syscall();
 	if (nr == SYS_sched_setattr && (pid_t)real_syscall(SYS_gettid) == hold_setattr_tid) {
@@ -94,22 +85,13 @@ static void *target(void *arg)
 
 int main(void)
 {
-	pthread_t tt; struct plk_sched_ctx w; struct timespec ts;
+	pthread_t tt; int rc; struct timespec ts;
 
 	real_syscall = next_syscall();
 	sem_init(&at_hold, 0, 0); sem_init(&release, 0, 0);
 	signal(SIGUSR1, on_usr1);
-	if (!(proxylock_caps() & PROXYLOCK_DONATE_NICE)) {
-		printf("SKIP: nice cannot be lent here\n");
-		return 77;
-	}
-	plk_lend_prepare(NULL);  /* as a queue's update: probes and settings read outside any lock */
-	plk_sched_read(0, &w);
-	nice_base = w.nice;
-	w.nice = -5;
-	plk_lends_init(&lend);
-	plk_lend_add(&lend.all, &w, PROXYLOCK_DONATE_NICE);
-	plk_lend_add(&lend.by_locks, &w, PROXYLOCK_DONATE_NICE);
+	if ((rc = overtake_lend_prepare(0, &lend, &nice_base)) != 0)
+		return rc;
 	pthread_create(&tt, NULL, target, NULL);
 	sem_wait(&at_hold);               /* T's restore call passed its gate */
 	plk_donate_set(T, &K2, &lend, 0); /* a waiter blocks on K2, which T holds: takes over */
