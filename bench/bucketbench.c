@@ -237,7 +237,7 @@ static double pairs_once(pid_t tid, const struct plk_sched_ctx *base,
 /*
  * The same pair through the whole engine, as a contended lock makes it:
  * under a bucket, the lend is recorded for the target (plk_donate_set),
- * then applied once the bucket is dropped (plk_lend_flush: the token,
+ * then applied once the bucket is dropped (plk_chain_flush: the token,
  * the liveness probe, the first lend's re-read of the base, the calls);
  * then withdrawn and restored the same way.  The lock is only a key.
  */
@@ -252,7 +252,7 @@ static double engine_pairs_once(pid_t tid, const struct plk_sched_ctx *w, unsign
 
 	plk_lends_init(&l);
 	plk_lend_add(&l.all, w, kinds);
-	plk_lend_prepare(NULL);
+	plk_chain_prepare(NULL);
 	(void)plk_registry_reserve(tid);
 	proxylock_stats_get(&a);
 	t0 = binv_now();
@@ -260,11 +260,11 @@ static double engine_pairs_once(pid_t tid, const struct plk_sched_ctx *w, unsign
 		bk = plk_waitq_lock(&key);
 		plk_donate_set(tid, &key, &l, 1);  /* lend */
 		plk_waitq_unlock(bk);
-		plk_lend_flush();
+		plk_chain_flush();
 		bk = plk_waitq_lock(&key);
 		plk_donate_withdraw_tid(tid, &key);  /* restore */
 		plk_waitq_unlock(bk);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 	t1 = binv_now();
 	proxylock_stats_get(&b);

@@ -5,7 +5,7 @@
  * Under @m's bucket lock the queue is folded into one lend and handed to
  * the engine with the owner's TID: the word has PLK_WAITERS set, so the
  * owner cannot release @m without this bucket (I3).  The engine defers
- * the kernel calls; plk_lend_flush makes them once the caller holds no
+ * the kernel calls; plk_chain_flush makes them once the caller holds no
  * internal lock, and walks chains: if the owner's effective context
  * changed while it waits on another mutex, that mutex's queue now lends
  * something else to its owner.  A chain walk drops one bucket before
@@ -33,17 +33,17 @@ static unsigned kinds_of(uint32_t flags)
 	return off == PROXYLOCK_DONATE_ALL ? 0 : proxylock_donate_kinds() & ~off;
 }
 
-unsigned plk_lend_kinds(const proxylock_mutex_t *m)
+unsigned plk_chain_kinds(const proxylock_mutex_t *m)
 {
 	return kinds_of(m->__flags);
 }
 
-unsigned plk_rw_lend_kinds(const proxylock_rwlock_t *rw)
+unsigned plk_chain_rw_kinds(const proxylock_rwlock_t *rw)
 {
 	return kinds_of(rw->__flags);
 }
 
-void plk_lend_prepare(const proxylock_mutex_t *m)
+void plk_chain_prepare(const proxylock_mutex_t *m)
 {
 	(void)plk_config();  /* read once, here: not under a lock */
 	plk_sched_probe();
@@ -52,10 +52,10 @@ void plk_lend_prepare(const proxylock_mutex_t *m)
 	(void)plk_registry_reserve(m ? plk_owner_tid(plk_word(m)) : 0);
 }
 
-/* plk_lend_update at chain depth @depth. */
+/* plk_chain_update at chain depth @depth. */
 static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
 {
-	unsigned kinds = plk_lend_kinds(m);
+	unsigned kinds = plk_chain_kinds(m);
 	uint32_t w = plk_word(m);
 	struct plk_thread *t;
 	struct plk_lends lend;
@@ -70,12 +70,12 @@ static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
 	plk_donate_set(owner, m, &lend, depth);
 }
 
-void plk_lend_update(struct plk_bucket *b, proxylock_mutex_t *m)
+void plk_chain_update(struct plk_bucket *b, proxylock_mutex_t *m)
 {
 	update_at(b, m, 1);
 }
 
-void plk_rw_lend_prepare(const proxylock_rwlock_t *rw)
+void plk_chain_rw_prepare(const proxylock_rwlock_t *rw)
 {
 	pid_t tids[PLK_RW_LEND_MAX];
 	uint32_t w = plk_rw_word(rw);
@@ -102,10 +102,10 @@ void plk_rw_lend_prepare(const proxylock_rwlock_t *rw)
 	(void)plk_registry_reserve(0);
 }
 
-/* plk_rw_lend_update at chain depth @depth. */
+/* plk_chain_rw_update at chain depth @depth. */
 static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth)
 {
-	unsigned kinds = plk_rw_lend_kinds(rw);
+	unsigned kinds = plk_chain_rw_kinds(rw);
 	uint32_t w = plk_rw_word(rw);
 	pid_t tids[PLK_RW_LEND_MAX];
 	struct plk_thread *t;
@@ -148,7 +148,7 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 		plk_donate_set(converted, rw, &lend, depth);
 }
 
-void plk_rw_lend_update(struct plk_bucket *b, proxylock_rwlock_t *rw)
+void plk_chain_rw_update(struct plk_bucket *b, proxylock_rwlock_t *rw)
 {
 	rw_update_at(b, rw, 1);
 }
@@ -163,10 +163,10 @@ static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *nex
 		plk_stat_inc(chain_truncated);
 		return;
 	}
-	/* Not plk_lend_prepare(next): until revalidated, next may be freed
+	/* Not plk_chain_prepare(next): until revalidated, next may be freed
 	 * memory (its owner took, released and destroyed it), so its word is
 	 * not read before the bucket; only a spare record is made sure of. */
-	plk_lend_prepare(NULL);
+	plk_chain_prepare(NULL);
 	if ((uintptr_t)next & PLK_COND_TAG)
 		(void)plk_wakers_prepare(next);  /* records for its wakers */
 	b = plk_waitq_lock(next);
@@ -187,7 +187,7 @@ static void chain_step(struct plk_thread *via, pid_t tid, proxylock_mutex_t *nex
 	plk_waitq_unlock(b);
 }
 
-void plk_lend_flush(void)
+void plk_chain_flush(void)
 {
 	struct plk_apply a;
 

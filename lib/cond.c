@@ -83,6 +83,7 @@
 #include "chain.h"
 #include "cond.h"
 #include "donate.h"
+#include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
 #include "registry.h"
@@ -286,7 +287,7 @@ static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
 		plk_wakers_update(b, cond_key(c), 1);  /* our lend to its wakers goes (K1) */
 	}
 	plk_waitq_unlock(b);
-	plk_lend_flush();
+	plk_chain_flush();
 	tsan_internal_end(c);
 	return queued;
 }
@@ -347,7 +348,7 @@ static void cond_pass_on(proxylock_cond_t *c)
 	plk_waitq_unlock(b);
 	if (t)
 		plk_waitq_unpark(t);
-	plk_lend_flush();
+	plk_chain_flush();
 }
 
 /*
@@ -453,12 +454,12 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 		/* Moved onto a proxylock's queue: watch its owner, as its
 		 * own waiters do (robust.c).  With a robust mutex, slice from
 		 * the start: the mover's wake-up to start slicing may come
-		 * before we sleep.  (plk_mutex_owner_check acts only once we
+		 * before we sleep.  (plk_robust_owner_check acts only once we
 		 * are on the mutex's queue.)  A slice's end stays put across
 		 * spurious wake-ups (a TSan build's polls are such). */
 		if (!sliced && !w->ops && (__atomic_load_n(&w->me->requeued, __ATOMIC_ACQUIRE) ||
 		                           (((proxylock_mutex_t *)w->m)->__flags & PLK_ROBUST))) {
-			until = plk_mutex_sleep_until(w->m, checks, &park_clock, abstime, &slice);
+			until = plk_liveness_sleep_until(w->m, checks, &park_clock, abstime, &slice);
 			sliced = true;
 		}
 		st = cond_park(w->me, park_clock, until, &timedout);
@@ -468,7 +469,7 @@ static uint32_t cond_sleep_loop(struct cond_wait *w, clockid_t clock,
 			continue;
 		checks++;
 		sliced = false;
-		if (plk_mutex_owner_check(w->m, w->me) == EOWNERDEAD)
+		if (plk_robust_owner_check(w->m, w->me) == EOWNERDEAD)
 			return PLK_PARK_OWNERDEAD;
 	}
 }
@@ -532,7 +533,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	 * or to the condvar's wakers, is read now; if it lends to neither,
 	 * a copy never verified is, so that a waker learned while it waits
 	 * is lent what it has (C1). */
-	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_lend_kinds(m)))
+	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_chain_kinds(m)))
 		plk_donate_waiter_refresh(me, 0);
 	else if (proxylock_donate_kinds())
 		plk_donate_waiter_refresh(me, PLK_REFRESH_UNVERIFIED);
@@ -544,7 +545,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	plk_waitq_enqueue(b, me, cond_key(c), false);
 	plk_wakers_update(b, cond_key(c), 1);  /* lend to its wakers while queued */
 	plk_waitq_unlock(b);
-	plk_lend_flush();
+	plk_chain_flush();
 	tsan_internal_end(c);
 
 	w.me = me;
@@ -713,7 +714,7 @@ static void wake_queued(proxylock_cond_t *c, bool all)
 		plk_waitq_unlock(b);
 		for (int i = 0; i < n; i++)
 			plk_waitq_unpark(batch[i]);
-		plk_lend_flush();  /* after the wake-ups: the waiters first */
+		plk_chain_flush();  /* after the wake-ups: the waiters first */
 	} while (all && n == WAKE_BATCH);
 }
 
@@ -778,7 +779,7 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	uint64_t now = plk_now_ns();
 	int ret = MOVE_DONE, n = 0, nk = 0;
 
-	plk_lend_prepare(NULL);  /* m's word is read once m is known to be c's */
+	plk_chain_prepare(NULL);  /* m's word is read once m is known to be c's */
 	(void)plk_wakers_prepare(cond_key(c));
 	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
 	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
@@ -825,9 +826,9 @@ static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 	if (bc != bm)
 		plk_waitq_unlock(bc);
 	if (moved)
-		plk_lend_update(bm, m);
+		plk_chain_update(bm, m);
 	plk_waitq_unlock(bm);
-	plk_lend_flush();
+	plk_chain_flush();
 	for (int i = 0; i < n; i++)
 		plk_waitq_unpark(woken[i]);
 	/* After the buckets (I5); a stale kick of a recycled record is a

@@ -24,7 +24,7 @@
  * agree later, by plk_donate_apply(), once the caller holds no internal
  * lock at all: no syscall, allocation or cancellation point ever runs
  * under one (I5).  Between the two, the work is carried in the caller's
- * deferred-apply list (defer(), drained by chain.c's plk_lend_flush), as
+ * deferred-apply list (defer(), drained by chain.c's plk_chain_flush), as
  * the kernel's wake_q carries wake-ups out of a spinlock.
  *
  * The apply token.  T.applier marks the one thread making sched calls
@@ -914,7 +914,7 @@ bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *
 		locks_changed = recompute(t);  /* and the lend again on top of the new base */
 	}
 	/* If T waits on a lock, what it lends that lock's owner changed too:
-	 * the caller's plk_lend_flush walks the chain (nothing is applied
+	 * the caller's plk_chain_flush walks the chain (nothing is applied
 	 * twice: the apply below leaves nothing due). */
 	if (read && (locks_changed || !plk_sched_equal(&eff0, &t->eff) ||
 	             own0.rank != t->eff_cpus.rank || !CPU_EQUAL(&own0.cpus, &t->eff_cpus.cpus)) &&

@@ -66,7 +66,7 @@ PLK_HIDDEN void plk_donate_withdraw_tid(pid_t tid, const void *lock);
 /**
  * plk_donate_next_deferred - pop the caller's oldest deferred apply into
  * *@out; false if there is none.  Called with no internal lock held
- * (chain.c's plk_lend_flush), which then runs plk_donate_apply on it.
+ * (chain.c's plk_chain_flush), which then runs plk_donate_apply on it.
  */
 PLK_HIDDEN bool plk_donate_next_deferred(struct plk_apply *out);
 
@@ -82,7 +82,7 @@ PLK_HIDDEN void plk_donate_apply(const struct plk_apply *a);
  * plk_donate_withdraw - no internal lock held: @self has released @lock:
  * drop what it received through @lock and restore the kernel's view.  If
  * @self is queued on another key (a condvar wait releasing its mutex),
- * the walk down that chain is deferred: the caller runs plk_lend_flush.
+ * the walk down that chain is deferred: the caller runs plk_chain_flush.
  */
 PLK_HIDDEN void plk_donate_withdraw(struct plk_thread *self, const void *lock);
 
@@ -127,7 +127,7 @@ enum {
  * waits for it, with no internal lock held), the new values are read
  * back into its base and any lend is applied on top.  @set returns true
  * on success.  Returns what @set returned.  If @tid waits on a lock, the
- * walk down its chain is deferred: the caller runs plk_lend_flush.
+ * walk down its chain is deferred: the caller runs plk_chain_flush.
  */
 PLK_HIDDEN bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg);
 

@@ -19,7 +19,7 @@
  * have changed (donate.c, Fork).  The child also frees
  * the parent threads' read sets and zeroes what the kernel could not.
  * Locks the forking thread held keep a TID it had before the fork in
- * their word and still count as its own (registry.h: fork aliases).
+ * their word and still count as its own (forkalias.h).
  * Where the kernel does not do MADV_WIPEONFORK, the child handler resets
  * by hand, and handlers that run before it (other libraries' child
  * handlers) see the parent's state (docs/design.md, Fork).

@@ -36,6 +36,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
+#include "forkalias.h"
 #include "lendto.h"
 #include "registry.h"
 #include "wipeonfork.h"
@@ -124,7 +125,7 @@ static void lend_drop(const proxylock_lend_t *lend, pid_t tid)
 	/* As a set, not plk_donate_withdraw_tid: a target blocked on a lock
 	 * carries the withdrawal down its chain, as it carried the lend. */
 	plk_donate_set(tid, lend, &none, 1);
-	plk_lend_flush();
+	plk_chain_flush();
 }
 
 /* X2: the lender exits with lends begun.  Each entry goes before its
@@ -209,7 +210,7 @@ int proxylock_lend_begin(pid_t tid, unsigned kinds, proxylock_lend_t *lend)
 	*lend = (proxylock_lend_t){ LEND_BEGUN, tid, kinds, (int32_t)plk_tid() };
 	if (l.all.kinds) {
 		plk_donate_set(tid, lend, &l, 1);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 	return 0;
 }

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "proxylock.h"
+#include "forkalias.h"
 #include "registry.h"
 
 #define PLK_WAITERS 0x80000000u     /* FUTEX_WAITERS */
@@ -115,7 +116,7 @@ static inline int plk_type(const proxylock_mutex_t *m)
 /**
  * plk_owner_tid - the live TID owning a word: in a fork child, a TID the
  * forking thread had before any of the forks that led here names that
- * thread under its new TID (registry.h: fork aliases).
+ * thread under its new TID (forkalias.h).
  */
 static inline pid_t plk_owner_tid(uint32_t w)
 {

@@ -44,6 +44,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
+#include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
 #include "probes.h"
@@ -189,7 +190,7 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 	if (!plk_cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
 		return false;
 	if (more)
-		plk_lend_update(b, m);  /* we wait on nothing; the caller flushes */
+		plk_chain_update(b, m);  /* we wait on nothing; the caller flushes */
 	return true;
 }
 
@@ -216,7 +217,7 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 	uint32_t w;
 	int err = ETIMEDOUT;
 
-	plk_lend_prepare(m);
+	plk_chain_prepare(m);
 	b = plk_waitq_lock(m);
 
 	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
@@ -245,12 +246,12 @@ static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t s
 			 * we lent comes off the owner; with nobody queued the
 			 * owner's entry goes, PLK_WAITERS stays (see above). */
 			if ((w & PLK_WAITERS) || more)
-				plk_lend_update(b, m);
+				plk_chain_update(b, m);
 			break;
 		}
 	}
 	plk_waitq_unlock(b);
-	plk_lend_flush();
+	plk_chain_flush();
 	return err;
 }
 
@@ -266,22 +267,22 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	bool robust = m->__flags & PLK_ROBUST;
 	int checks = 0;
 
-	plk_lend_prepare(m);
+	plk_chain_prepare(m);
 	/* A copy of our base read in the last PLK_BASE_TTL_NS stands: with
 	 * the re-read's two syscalls before every sleep, our p99 wait with
 	 * 100 ns critical sections was about 10 us at 4-16 threads, without
 	 * them 41-120 ns (docs/results.md, "Contended throughput"). */
-	if (plk_lend_kinds(m))
+	if (plk_chain_kinds(m))
 		plk_donate_waiter_refresh(me, PLK_BASE_TTL_NS);
 	for (;;) {
-		pid_t dead = robust ? plk_dead_owner(plk_word(m), self) : 0;
+		pid_t dead = robust ? plk_liveness_dead_owner(plk_word(m), self) : 0;
 		uint64_t now_ns = plk_now_ns();
 		struct plk_bucket *b;
 		bool timedout;
 		uint32_t w, st;
 		int err;
 
-		plk_lend_prepare(m);
+		plk_chain_prepare(m);
 		b = plk_waitq_lock(m);
 		w = plk_word(m);
 
@@ -297,7 +298,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			bool got = acquire_locked(b, m, self);
 
 			plk_waitq_unlock(b);
-			plk_lend_flush();
+			plk_chain_flush();
 			if (got)
 				return 0;
 			continue;
@@ -322,16 +323,16 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			plk_waitq_unlock(b);
 			return EDEADLK;
 		}
-		plk_lend_update(b, m);
+		plk_chain_update(b, m);
 		plk_waitq_unlock(b);
-		plk_lend_flush();
+		plk_chain_flush();
 
 		plk_stat_inc(sleeps);
 		for (;;) {
 			struct timespec slice;
 			clockid_t park_clock = clock;
 			const struct timespec *until =
-				plk_mutex_sleep_until(m, checks, &park_clock, abstime, &slice);
+				plk_liveness_sleep_until(m, checks, &park_clock, abstime, &slice);
 
 			/* Spurious wake-ups (a stale wake of a recycled record)
 			 * sleep on to the same end of slice. */
@@ -341,7 +342,7 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 			if (st != PLK_PARK_WAITING || until == abstime)
 				break;
 			checks++;
-			if ((err = plk_mutex_owner_check(m, me)) >= 0)
+			if ((err = plk_robust_owner_check(m, me)) >= 0)
 				return err;
 		}
 		if (st == PLK_PARK_HANDED)
@@ -558,7 +559,7 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 		 * return from its futex wait at any moment and unlock. */
 		__atomic_store_n(&m->__word, (uint32_t)head->tid |
 		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
-		plk_lend_update(b, m);  /* head waits on nothing now */
+		plk_chain_update(b, m);  /* head waits on nothing now */
 		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
 		plk_stat_inc(handoffs);
 	} else {
@@ -572,10 +573,10 @@ static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t forei
 	PLK_PROBE4(release, m, plk_tid(), head_tid, handed);
 	if (head)
 		plk_waitq_unpark(head);
-	plk_lend_flush();
+	plk_chain_flush();
 	if (me) {
 		plk_donate_withdraw(me, m);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 }
 

@@ -149,7 +149,7 @@ static int sched_call(struct sched_call *c, pid_t tid, unsigned fields)
 	if (tid > 0) {
 		int e = errno;
 
-		plk_lend_flush();  /* a waiter's new base reaches its chain */
+		plk_chain_flush();  /* a waiter's new base reaches its chain */
 		errno = e;
 	}
 	if (!ok && c->err)

@@ -74,7 +74,7 @@ static bool sem_lends(const sem_t *s)
 static void wait_end(void *key)
 {
 	plk_wakers_wait_end(key);
-	plk_lend_flush();
+	plk_chain_flush();
 }
 
 enum { WAIT, TIMEDWAIT, CLOCKWAIT };
@@ -122,7 +122,7 @@ static int sem_wait_lending(sem_t *s, int how, clockid_t clock, const struct tim
 	}
 	if (errno != EAGAIN || !plk_wakers_wait_begin(key))
 		return real_wait(s, how, clock, abstime);
-	plk_lend_flush();
+	plk_chain_flush();
 	pthread_cleanup_push(wait_end, key);
 	ret = real_wait(s, how, clock, abstime);
 	err = errno;
@@ -161,7 +161,7 @@ PLK_EXPORT int sem_post(sem_t *s)
 		if (plk_wakers_note(b, key))
 			plk_wakers_update(b, key, 1);  /* K1: a waker replaced is lent no more */
 		plk_waitq_unlock(b);
-		plk_lend_flush();
+		plk_chain_flush();
 		errno = saved;
 	}
 	return plk_real()->sem_post(s);

@@ -44,6 +44,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "forkalias.h"
 #include "registry.h"
 #include "wipeonfork.h"
 
@@ -113,12 +114,6 @@ static pthread_key_t self_key;
 static bool key_ready;                 /* self_key was created */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-/* Fork aliases (registry.h): written by the survivor of a fork when it
- * renews its TID, read by every thread. */
-int plk_fork_naliases;
-static uint32_t fork_aliases[PLK_FORK_ALIASES];
-static uint32_t forked_tid;
-
 /* The first thread of a process to ask gives it a generation one past
  * its parent's.  proc_gen is stored before the key: a fork between the
  * two gives its child a generation past this one, never this one. */
@@ -146,17 +141,8 @@ static uint32_t proc_renew(void)
  */
 static void survivor_renew(uint32_t old, uint32_t tid)
 {
-	int n = __atomic_load_n(&plk_fork_naliases, __ATOMIC_RELAXED);
-	uint32_t last = __atomic_load_n(&forked_tid, __ATOMIC_RELAXED);
-
-	if (last == tid)
+	if (!plk_fork_alias_add(old, tid))
 		return;  /* done already, by a handler that interrupted us */
-	if (old != last)
-		n = 0;  /* not the last fork's survivor: no aliases */
-	__atomic_store_n(&fork_aliases[n % PLK_FORK_ALIASES], old, __ATOMIC_RELAXED);
-	/* Release: a reader that sees the count sees the slot. */
-	__atomic_store_n(&plk_fork_naliases, n + 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&forked_tid, tid, __ATOMIC_RELAXED);
 	if (tls_self) {
 		tls_self = NULL;
 		if (key_ready)
@@ -305,48 +291,6 @@ bool plk_thread_exited_hint(pid_t tid)
 	return gone;
 }
 
-/*
- * An alias stops being one once a new thread of this process has that
- * TID (the child lives long enough for TIDs to wrap): a word naming it
- * may then be that thread's.  The kernel, not a flag, says so, so no
- * memory order is involved: tgkill(pid, tid, 0) fails with ESRCH while
- * no thread of ours has the TID.  Only words naming an alias pay it.
- */
-/* How many slots of the alias ring are in use (registry.h); acquire:
- * the slots were written before the count. */
-static int aliases_in_use(void)
-{
-	int n = __atomic_load_n(&plk_fork_naliases, __ATOMIC_ACQUIRE);
-
-	return n < PLK_FORK_ALIASES ? n : PLK_FORK_ALIASES;
-}
-
-bool plk_fork_alias_slow(uint32_t tid)
-{
-	for (int i = 0, n = aliases_in_use(); i < n; i++) {
-		if (tid == 0 || __atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) != tid)
-			continue;
-		int saved = errno;
-		bool taken = syscall(SYS_tgkill, plk_pid(), (pid_t)tid, 0) == 0;
-
-		errno = saved;
-		return !taken;
-	}
-	return false;
-}
-
-bool plk_fork_alias_listed(uint32_t tid)
-{
-	for (int i = 0, n = aliases_in_use(); i < n; i++)
-		if (tid != 0 && __atomic_load_n(&fork_aliases[i], __ATOMIC_RELAXED) == tid)
-			return true;
-	return false;
-}
-
-uint32_t plk_forked_tid(void)
-{
-	return __atomic_load_n(&forked_tid, __ATOMIC_RELAXED);
-}
 
 /* --- the table ------------------------------------------------------- */
 

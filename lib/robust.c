@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * robust.c - owners that exit holding a lock: liveness slices, taking a
- * robust lock from a dead owner (EOWNERDEAD), consistent and not
- * recoverable.  The lock protocol (mutex.c) and the condvar (cond.c)
+ * robust.c - owners that exit holding a lock: taking a robust lock from
+ * a dead owner (EOWNERDEAD), consistent and not recoverable.  The lock protocol (mutex.c) and the condvar (cond.c)
  * call in here; this file keeps the protocol's invariants (M1-M6, atop
  * mutex.c) where it writes the word or the queue.
  *
  * Owners that exit holding a lock are noticed by its waiters, which sleep
  * in liveness slices and ask the kernel whether the owner still exists
- * (plk_thread_exited).  A robust lock then passes to the waiter, marked
+ * (liveness.c).  A robust lock then passes to the waiter, marked
  * PLK_OWNER_DIED (EOWNERDEAD); any other stays held and is reported.
  * Nothing of this is on the uncontended paths.
  *
@@ -23,6 +22,7 @@
 
 #include "chain.h"
 #include "donate.h"
+#include "liveness.h"
 #include "lockword.h"
 #include "observe.h"
 #include "probes.h"
@@ -30,40 +30,6 @@
 #include "robust.h"
 #include "stats.h"
 #include "waitq.h"
-
-/* --- liveness slices ------------------------------------------------- */
-
-/*
- * A sleeping waiter asks every slice whether its lock's owner still
- * exists: PLK_LIVENESS_NS at first, doubling per check up to 8x for a
- * robust lock (its waiters must take it over) and 128x for any other
- * (whose waiters only report it).  A robust lock also asks before every
- * sleep.  One tgkill(2) per check; nothing on the way to a normal wake.
- */
-#define PLK_LIVENESS_NS (20 * 1000 * 1000ull)
-
-static uint64_t liveness_slice(const proxylock_mutex_t *m, int checks)
-{
-	int cap = (m->__flags & PLK_ROBUST) ? 3 : 7;
-
-	return PLK_LIVENESS_NS << (checks < cap ? checks : cap);
-}
-
-const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                             clockid_t *clock, const struct timespec *abstime,
-                                             struct timespec *slice)
-{
-	if (!abstime)
-		*clock = CLOCK_MONOTONIC;  /* no deadline: slices immune to clock steps */
-	return plk_deadline_within(*clock, liveness_slice(m, checks), abstime, slice);
-}
-
-pid_t plk_dead_owner(uint32_t w, uint32_t self)
-{
-	pid_t tid = plk_owner_tid(w);
-
-	return tid && (uint32_t)tid != self && plk_thread_exited(tid) ? tid : 0;
-}
 
 /* Count and trace a dead owner (and print it, so: never under a bucket lock). */
 static void report_dead(proxylock_mutex_t *m, pid_t dead, bool robust)
@@ -95,27 +61,27 @@ int plk_take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, u
 	                 __ATOMIC_RELAXED);
 	m->__count = 0;
 	if (more)
-		plk_lend_update(b, m);  /* we wait on nothing */
+		plk_chain_update(b, m);  /* we wait on nothing */
 	return PLK_DEAD_TAKEN;
 }
 
 int plk_dead_done(proxylock_mutex_t *m, pid_t dead, int what)
 {
-	plk_lend_flush();
+	plk_chain_flush();
 	if (what == PLK_DEAD_STALE)
 		return -1;
 	report_dead(m, dead, what == PLK_DEAD_TAKEN);
 	if (what != PLK_DEAD_TAKEN)
 		return -1;
 	plk_donate_withdraw_tid(dead, m);
-	plk_lend_flush();
+	plk_chain_flush();
 	return EOWNERDEAD;
 }
 
-int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
+int plk_robust_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
 {
 	uint32_t self = plk_tid();
-	pid_t dead = plk_dead_owner(plk_word(m), self);
+	pid_t dead = plk_liveness_dead_owner(plk_word(m), self);
 	struct plk_bucket *b;
 	int what = PLK_DEAD_STALE;
 
@@ -132,13 +98,13 @@ int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me)
 
 int plk_trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
 {
-	pid_t dead = plk_dead_owner(w, self);
+	pid_t dead = plk_liveness_dead_owner(w, self);
 	struct plk_bucket *b;
 	int what;
 
 	if (!dead)
 		return EBUSY;
-	plk_lend_prepare(m);  /* we may become its owner, with no record yet */
+	plk_chain_prepare(m);  /* we may become its owner, with no record yet */
 	b = plk_waitq_lock(m);
 	what = plk_take_from_dead(b, m, plk_word(m), self, NULL, dead);  /* m is robust */
 	plk_waitq_unlock(b);
@@ -171,7 +137,7 @@ void plk_mutex_make_unrecoverable(proxylock_mutex_t *m)
 	} while (n == 32);
 	if ((t = plk_thread_self())) {
 		plk_donate_withdraw(t, m);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 }
 

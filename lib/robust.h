@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * robust.h - owners that exited holding a lock (robust.c): the liveness
- * slices a waiter sleeps in, and what the lock protocol (mutex.c) and
- * the condvar (cond.c) do when a slice, a robust lock's sleep or its
- * trylock finds the owner gone.  Nothing here is on an uncontended path.
+ * robust.h - owners that exited holding a lock (robust.c): what the lock
+ * protocol (mutex.c) and the condvar (cond.c) do when a liveness slice
+ * (liveness.h), a robust lock's sleep or its trylock finds the owner
+ * gone.  Nothing here is on an uncontended path.
  */
 #ifndef PLK_ROBUST_H
 #define PLK_ROBUST_H
@@ -17,33 +17,12 @@
 #include "waitq.h"
 
 /**
- * plk_mutex_sleep_until - when a waiter asleep on @m's queue next wakes:
- * at @abstime (on *@clock; NULL: never) or at the end of its @checks-th
- * liveness slice (filled in *@slice), whichever comes first.  With no
- * @abstime the slice is timed on CLOCK_MONOTONIC, stored in *@clock, so
- * that a step of the wall clock cannot stretch it.  Between slices the
- * waiter asks whether the owner still exists (plk_mutex_owner_check).
- */
-PLK_HIDDEN const struct timespec *plk_mutex_sleep_until(const proxylock_mutex_t *m, int checks,
-                                                        clockid_t *clock,
-                                                        const struct timespec *abstime,
-                                                        struct timespec *slice);
-
-/**
- * plk_mutex_owner_check - a liveness slice of @me, asleep on @m's queue,
+ * plk_robust_owner_check - a liveness slice of @me, asleep on @m's queue,
  * ended: if @m's owner has exited, say so (stats, probe) and, for a
  * robust @m, take it: EOWNERDEAD, @me off the queue and owning @m.  Else
  * -1: sleep on.
  */
-PLK_HIDDEN int plk_mutex_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
-
-
-/**
- * plk_dead_owner - the owner lock word @w names, if it has exited and is
- * not the caller @self; else 0.  Asks the kernel (plk_thread_exited), so
- * never under an internal lock.
- */
-PLK_HIDDEN pid_t plk_dead_owner(uint32_t w, uint32_t self);
+PLK_HIDDEN int plk_robust_owner_check(proxylock_mutex_t *m, struct plk_thread *me);
 
 /* What plk_take_from_dead did, for plk_dead_done. */
 enum { PLK_DEAD_STALE, PLK_DEAD_TAKEN, PLK_DEAD_STALLED };

@@ -6,7 +6,7 @@
  * The word's encoding and the fast paths are rwlockword.h's; reader
  * tracking (read sets) is rdset.h's; attributes, init and destroy are
  * rwlockattr.c's.  What a queue lends its holders is chain.c's
- * (plk_rw_lend_update): every queued waiter, reader or writer, lends to
+ * (plk_chain_rw_update): every queued waiter, reader or writer, lends to
  * every holder, the writer or each reader.  The public calls describe
  * each hold to ThreadSanitizer and Valgrind's tools (tsan.h, vgclient.h)
  * when they watch, as mutex.c does.
@@ -294,7 +294,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		if (!more)
 			withdraw_publishers(rw);
 		g->t[g->n++] = wr;
-		plk_rw_lend_update(b, rw);  /* the queue lends to its new holder */
+		plk_chain_rw_update(b, rw);  /* the queue lends to its new holder */
 		plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
 		plk_stat_inc(handoffs);
 		return false;
@@ -339,7 +339,7 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		word_update(rw, w, ((w & PLK_RW_COUNT) + n) | (keep ? PLK_RW_WAITERS : 0));
 	}
 	if (keep)
-		plk_rw_lend_update(b, rw);  /* the new readers are lent to too, or
+		plk_chain_rw_update(b, rw);  /* the new readers are lent to too, or
 		                               with nobody queued, nobody is */
 	else
 		withdraw_publishers(rw);
@@ -370,7 +370,7 @@ static void wake_granted(struct grants *g)
  * and flags: a queued waiter is inside a call on @rw, which is alive
  * until it returns.  (Memory reused at the same address for a new rwlock
  * with waiters: grant() then grants what that one's state allows, as any
- * bucket hold may.)  No plk_rw_lend_prepare either, which reads the
+ * bucket hold may.)  No plk_chain_rw_prepare either, which reads the
  * word: a batch adds as holders only queued waiters, which have records,
  * and its lend goes to holders lent to before, at their join or grant.
  */
@@ -383,7 +383,7 @@ static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw, uint6
 		again = grant(b, rw, &g);
 		plk_waitq_unlock(b);
 		wake_granted(&g);
-		plk_lend_flush();
+		plk_chain_flush();
 		if (!again)
 			return;
 		b = plk_waitq_lock(rw);
@@ -462,7 +462,7 @@ static void rd_not_reader(proxylock_rwlock_t *rw)
 
 	if (me || (plk_thread_find((pid_t)plk_tid()) && (me = plk_thread_self()))) {
 		plk_donate_withdraw(me, rw);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 }
 
@@ -541,7 +541,7 @@ static void rd_joined_clear(proxylock_rwlock_t *rw, struct rd_hold *h)
 		h->retracted = false;
 	}
 	plk_waitq_unlock(b);
-	plk_lend_flush();
+	plk_chain_flush();
 }
 
 /* Publish slot @h before the increment that makes us a reader (RW5). */
@@ -580,7 +580,7 @@ static bool solo_join(proxylock_rwlock_t *rw, struct rd_hold *h)
 	}
 	plk_waitq_unlock(b);
 	if (joined)
-		plk_lend_flush();
+		plk_chain_flush();
 	return joined;
 }
 
@@ -622,7 +622,7 @@ static void dead_reader_check(proxylock_rwlock_t *rw)
 	struct plk_bucket *b;
 	bool marked = false;
 
-	if (!plk_rw_lend_kinds(rw) || !tid || named == plk_rw_dead_reader(rw) ||
+	if (!plk_chain_rw_kinds(rw) || !tid || named == plk_rw_dead_reader(rw) ||
 	    tid == (pid_t)plk_tid() || !plk_thread_exited_hint(tid))
 		return;
 	b = plk_waitq_lock(rw);
@@ -633,7 +633,7 @@ static void dead_reader_check(proxylock_rwlock_t *rw)
 	plk_waitq_unlock(b);
 	if (marked) {
 		plk_donate_withdraw_tid(tid, rw);
-		plk_lend_flush();
+		plk_chain_flush();
 	}
 }
 
@@ -658,7 +658,7 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	 * our queueing asked less than a rescan period ago. */
 	if (now_ns - me->enq_ns >= PLK_RW_RESCAN_NS)
 		dead_reader_check(rw);
-	plk_rw_lend_prepare(rw);
+	plk_chain_rw_prepare(rw);
 	b = plk_waitq_lock(rw);
 	st = __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
 	if (st != PLK_PARK_WAITING) {
@@ -668,7 +668,7 @@ static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_
 	plk_waitq_dequeue(me);
 	if (h)
 		rd_hold_abandon(h);  /* the pending slot: never a reader's */
-	plk_rw_lend_update(b, rw);
+	plk_chain_rw_update(b, rw);
 	grant_and_unlock(b, rw, now_ns);
 	return ETIMEDOUT;
 }
@@ -696,13 +696,13 @@ static void rw_rescan(proxylock_rwlock_t *rw, struct plk_thread *me)
 	if ((plk_rw_word(rw) & PLK_RW_WRITER) ||
 	    plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE)
 		return;
-	plk_rw_lend_prepare(rw);
+	plk_chain_rw_prepare(rw);
 	b = plk_waitq_lock(rw);
 	if (__atomic_load_n(&me->park, __ATOMIC_RELAXED) == PLK_PARK_WAITING &&
 	    !(plk_rw_word(rw) & PLK_RW_WRITER) && first_writer(b, rw, &reader) == me)
-		plk_rw_lend_update(b, rw);
+		plk_chain_rw_update(b, rw);
 	plk_waitq_unlock(b);
-	plk_lend_flush();
+	plk_chain_flush();
 }
 
 /* @ns on CLOCK_MONOTONIC as a timespec. */
@@ -782,7 +782,7 @@ static uint32_t rw_park_rescanning(proxylock_rwlock_t *rw, struct plk_thread *me
 static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t clock,
                    const struct timespec *abstime, struct rd_hold *h)
 {
-	bool rescan = !h && plk_rw_lend_kinds(rw) &&
+	bool rescan = !h && plk_chain_rw_kinds(rw) &&
 	              (plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE ||
 	               lone_reader_named(rw) != 0);
 	bool timedout = false;
@@ -1010,7 +1010,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		 * cells with writes fell to a third, and still to 0.78-0.90
 		 * with the writer's backoff (docs/results.md, "The rwlock
 		 * keeps its re-read"). */
-		if (plk_rw_lend_kinds(rw))
+		if (plk_chain_rw_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);
 	}
 	/* The clock is read before the bucket: no syscall under it (vDSO
@@ -1021,7 +1021,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 	if (!try)
 		dead_reader_check(rw);
 	for (;;) {
-		plk_rw_lend_prepare(rw);
+		plk_chain_rw_prepare(rw);
 		b = plk_waitq_lock(rw);
 		w = plk_rw_word(rw);
 		if (rw_unusable(rw, w)) {
@@ -1040,7 +1040,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 				continue;
 			}
 			if (w & PLK_RW_WAITERS) {
-				plk_rw_lend_update(b, rw);  /* the queue lends to us too */
+				plk_chain_rw_update(b, rw);  /* the queue lends to us too */
 			} else if (h.retracted && !h.recursive) {
 				/* Joined with the bit clear: a retraction's lend
 				 * is stale (rd_joined_clear); applied at the flush. */
@@ -1048,7 +1048,7 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 				h.retracted = false;
 			}
 			plk_waitq_unlock(b);
-			plk_lend_flush();
+			plk_chain_flush();
 			rd_hold_done(&h);
 			return 0;
 		}
@@ -1073,9 +1073,9 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
 		me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
-		plk_rw_lend_update(b, rw);
+		plk_chain_rw_update(b, rw);
 		plk_waitq_unlock(b);
-		plk_lend_flush();
+		plk_chain_flush();
 		if ((err = rw_park(rw, me, clock, abstime, &h)) == 0)
 			rd_hold_done(&h);
 		return err;
@@ -1126,7 +1126,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 			return EINVAL;
 		if (!(me = plk_thread_self()) || plk_blocked_key(me))
 			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
-		if (plk_rw_lend_kinds(rw))
+		if (plk_chain_rw_kinds(rw))
 			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */
 	}
 	/* The clock is read before the bucket: no syscall under it (vDSO
@@ -1137,7 +1137,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 	if (!try)
 		dead_reader_check(rw);
 	for (;;) {
-		plk_rw_lend_prepare(rw);
+		plk_chain_rw_prepare(rw);
 		b = plk_waitq_lock(rw);
 		w = plk_rw_word(rw);
 		if (rw_unusable(rw, w)) {
@@ -1160,9 +1160,9 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 			if (!more && (w & PLK_RW_WAITERS))
 				withdraw_publishers(rw);
 			if (more)
-				plk_rw_lend_update(b, rw);
+				plk_chain_rw_update(b, rw);
 			plk_waitq_unlock(b);
-			plk_lend_flush();
+			plk_chain_flush();
 			return 0;
 		}
 		if (try) {
@@ -1171,7 +1171,7 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		}
 		/* Acquire (plk_rw_cas): we synchronise with every reader's
 		 * release increment before it, so the scan in
-		 * plk_rw_lend_update sees their slots (RW5). */
+		 * plk_chain_rw_update sees their slots (RW5). */
 		if (!(w & PLK_RW_WAITERS) && !plk_rw_cas(rw, w, w | PLK_RW_WAITERS)) {
 			plk_waitq_unlock(b);
 			continue;
@@ -1181,9 +1181,9 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 		if (!woken)
 			me->enq_ns = now_ns;
 		plk_waitq_enqueue(b, me, plk_rw_key(rw), woken);
-		plk_rw_lend_update(b, rw);
+		plk_chain_rw_update(b, rw);
 		plk_waitq_unlock(b);
-		plk_lend_flush();
+		plk_chain_flush();
 		int err = rw_park(rw, me, clock, abstime, NULL);
 
 		if (err != RW_RETRY)
@@ -1237,7 +1237,7 @@ static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum r
 	 * that queues meanwhile made its own prepare, and the process's
 	 * probe), so the first such unlock in a process makes no syscall. */
 	if (how != REL_CONVERTED || (plk_rw_word(rw) & PLK_RW_WAITERS))
-		plk_rw_lend_prepare(rw);
+		plk_chain_rw_prepare(rw);
 	b = plk_waitq_lock(rw);
 	w = plk_rw_word(rw);
 	if (how == REL_CONVERTED &&
@@ -1270,7 +1270,7 @@ static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum r
 		withdraw_publishers(rw);
 		/* From the clear on, as above: nothing to grant, no read. */
 		plk_waitq_unlock(b);
-		plk_lend_flush();
+		plk_chain_flush();
 	} else {
 		grant_and_unlock(b, rw, now_ns);
 	}

@@ -32,7 +32,7 @@ PLK_HIDDEN bool plk_wakers_prepare(const void *key);
  * plk_wakers_update - under @key's bucket @b: make what @key's queued
  * waiters lend its wakers the fold of their contexts (nothing once the
  * queue is empty), at chain depth @depth; the applies are deferred
- * (chain.h: plk_lend_flush).  Every change of @key's queue or wakers is
+ * (chain.h: plk_chain_flush).  Every change of @key's queue or wakers is
  * followed by one, before @b is dropped.
  */
 PLK_HIDDEN void plk_wakers_update(struct plk_bucket *b, const void *key, int depth);

@@ -51,7 +51,7 @@ static inline int overtake_lend_prepare(pid_t tid, struct plk_lends *lend, int *
 		printf("SKIP: nice cannot be lent here\n");
 		return 77;
 	}
-	plk_lend_prepare(NULL);
+	plk_chain_prepare(NULL);
 	if (plk_sched_read(tid, &w) != 0) {
 		perror("sched_getattr");
 		return 2;

@@ -55,7 +55,7 @@ static void lend_by_stand_in(pid_t tid, const struct plk_lends *l)
 {
 	struct plk_bucket *b;
 
-	plk_lend_prepare(NULL);  /* as a queue's update: the probes run outside the bucket */
+	plk_chain_prepare(NULL);  /* as a queue's update: the probes run outside the bucket */
 	b = plk_waitq_lock(&stand_in);
 
 	plk_donate_set(tid, &stand_in, l, 1);
@@ -88,14 +88,14 @@ START_TEST(an_unread_waiter_passes_on_what_it_is_lent_to_the_owner_it_waits_on)
 	ck_assert(eventually(__atomic_load_n(&m2.__word, __ATOMIC_ACQUIRE) & PLK_WAITERS,
 	                     bound_ms(2000)));
 	ck_assert(eventually(thread_sleeping(o_tid), bound_ms(2000)));
-	plk_lend_flush();  /* the apply: reads O's base, lends to O */
+	plk_chain_flush();  /* the apply: reads O's base, lends to O */
 	ck_assert_msg(eventually(nice_of(p_tid) == me.nice, bound_ms(2000)),
 	              "P at nice %d, not the nice %d lent through O (O at %d)", nice_of(p_tid),
 	              me.nice, nice_of(o_tid));
 	plk_lends_init(&none);
 	none.all.kinds = none.by_locks.kinds = 0;
 	lend_by_stand_in(o_tid, &none);
-	plk_lend_flush();
+	plk_chain_flush();
 	ck_assert_msg(eventually(nice_of(p_tid) == 15, bound_ms(2000)),
 	              "P at nice %d after O's lend ended, not its own 15", nice_of(p_tid));
 	sem_post(&p_release);

@@ -76,11 +76,11 @@ static void *target(void *arg)
 	pid_t T = (pid_t)plk_tid();
 	plk_registry_reserve(T);
 	plk_donate_set(T, &K1, &lend, 0);
-	plk_lend_flush();
+	plk_chain_flush();
 	printf("T lent: nice %d\n", getpriority(PRIO_PROCESS, 0));
 	hold_setattr_tid = T;
 	plk_donate_withdraw(self_rec, &K1);  /* T unlocks K1: restores itself */
-	plk_lend_flush();
+	plk_chain_flush();
 	printf("T restored: nice %d\n", getpriority(PRIO_PROCESS, 0));
 	return arg;
 }

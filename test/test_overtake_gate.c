@@ -105,7 +105,7 @@ static void *thread_a(void *arg)
 	/* A: K1's last waiter leaves; A applies T's restore and is held
 	 * after setting call_lowers, before its first gate. */
 	plk_donate_withdraw_tid(T, &K1);
-	plk_lend_flush();
+	plk_chain_flush();
 	return arg;
 }
 
@@ -114,10 +114,10 @@ static void *thread_b(void *arg)
 	/* B: lends through K2 (overtakes A), then its lend goes: B applies
 	 * the restore and is held with its setattr in flight. */
 	plk_donate_set(T, &K2, &lend, 0);
-	plk_lend_flush();
+	plk_chain_flush();
 	hold_setattr_tid = (pid_t)real_syscall(SYS_gettid);
 	plk_donate_withdraw_tid(T, &K2);
-	plk_lend_flush();
+	plk_chain_flush();
 	return arg;
 }
 
@@ -147,7 +147,7 @@ int main(void)
 
 	plk_registry_reserve(T);
 	plk_donate_set(T, &K1, &lend, 0);
-	plk_lend_flush();
+	plk_chain_flush();
 	plk_donate_set(T, &K3, &(struct plk_lends){ 0 }, 0);
 	show("0. lent through K1");
 
@@ -161,7 +161,7 @@ int main(void)
 	pthread_join(ta, NULL);
 	show("3. A's gate (token lost) wrote call_out = 0");
 	plk_donate_set(T, &K3, &lend, 0);  /* C lends through K3: takes over from B */
-	plk_lend_flush();
+	plk_chain_flush();
 	show("4. C lent through K3, took over, nothing to call");
 	sem_post(&release);  /* B's restore lands */
 	sem_wait(&landed);

@@ -64,7 +64,7 @@ static void on_usr1(int sig)
 	(void)sig;
 	/* The handler unlocks K2 (it holds it; its waiter lends): */
 	plk_donate_withdraw(self_rec, &K2);
-	plk_lend_flush();
+	plk_chain_flush();
 	handler_done = 1;
 }
 
@@ -74,10 +74,10 @@ static void *target(void *arg)
 	T = (pid_t)plk_tid();
 	plk_registry_reserve(T);
 	plk_donate_set(T, &K1, &lend, 0);   /* lent through K1 (T's first lock) */
-	plk_lend_flush();
+	plk_chain_flush();
 	hold_setattr_tid = T;
 	plk_donate_withdraw(self_rec, &K1);  /* T unlocks K1: restores itself */
-	plk_lend_flush();
+	plk_chain_flush();
 	errno = 0;
 	nice_at_end = getpriority(PRIO_PROCESS, 0);
 	return arg;
@@ -95,7 +95,7 @@ int main(void)
 	pthread_create(&tt, NULL, target, NULL);
 	sem_wait(&at_hold);               /* T's restore call passed its gate */
 	plk_donate_set(T, &K2, &lend, 0); /* a waiter blocks on K2, which T holds: takes over */
-	plk_lend_flush();
+	plk_chain_flush();
 	struct plk_thread *t = plk_thread_find(T);
 	printf("overtaken: orphans %u stale %d token %d\n", t->orphans, t->view_stale, t->applier);
 	sem_post(&release);

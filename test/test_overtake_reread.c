@@ -62,7 +62,7 @@ static void on_usr1(int sig)
 	sem_post(&holds_h);
 	while (sem_wait(&lent) != 0) ;  /* a waiter blocks on H, lending to T */
 	plk_donate_withdraw(self_rec, &H); /* the handler unlocks H */
-	plk_lend_flush();
+	plk_chain_flush();
 	handler_done = 1;
 }
 
@@ -73,7 +73,7 @@ static void *target(void *arg)
 	plk_registry_reserve(T);
 	hold_tid = T;
 	plk_donate_waiter_refresh(self_rec, 0);  /* about to wait on a condvar */
-	plk_lend_flush();
+	plk_chain_flush();
 	nice_at_end = getpriority(PRIO_PROCESS, 0);
 	return arg;
 }
@@ -90,7 +90,7 @@ int main(void)
 	pthread_create(&tt, NULL, target, NULL);
 	sem_wait(&holds_h);
 	plk_donate_set(T, &H, &lend, 0);  /* W blocks on H */
-	plk_lend_flush();
+	plk_chain_flush();
 	struct plk_thread *t = plk_thread_find(T);
 	printf("W lent through H: token %d (T's own, in its re-read) plk_tls_applying n/a\n", t->applier);
 	sem_post(&lent);

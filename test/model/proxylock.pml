@@ -38,7 +38,7 @@
  *       wrlock_slow (one CAS for the spin), unlock_slow; rw_park,
  *       rw_rescan, rw_timedout
  *   grant, grant_loop, lend_update, unlend_publishers, convert
- *       grant, grant_and_unlock (-DRW_BATCH), plk_rw_lend_update,
+ *       grant, grant_and_unlock (-DRW_BATCH), plk_chain_rw_update,
  *       withdraw_publishers, join_locked
  *
  * Configurations (spin -D...):
@@ -233,7 +233,7 @@ inline deq(t) {
 
 #ifdef APPLY
 /* Under T.lock (a d_step inside, or as, a caller's d_step): store what
- * plk_lend_update / plk_donate_withdraw computed for tg, bumping gen
+ * plk_chain_update / plk_donate_withdraw computed for tg, bumping gen
  * if it changed.  bumped: the caller applies once it holds no lock. */
 inline bump(v) {
 	if
@@ -463,7 +463,7 @@ inline lock_timedout() {
 			fi
 		od;
 #ifdef APPLY
-		/* plk_lend_update: acquire_locked's (we took L), or the
+		/* plk_chain_update: acquire_locked's (we took L), or the
 		 * owner's lend without us (PLK_WAITERS was set or is now).
 		 * (i = 0: a no-op, as a break may not jump into a d_step.) */
 		i = 0;
@@ -558,7 +558,7 @@ inline lock_block(timed) {
 				:: woken -> enq(me, 1)
 				fi;
 #ifdef APPLY
-				/* plk_lend_update: we lend to the owner */
+				/* plk_chain_update: we lend to the owner */
 				d_step { tg = OWNER(w); bump(1) };
 #endif
 				unlock_l();
@@ -629,7 +629,7 @@ inline unlock_wake() {
 #ifndef BROKEN_M4
 		setword(t | (ql > 0 -> W : 0));
 #ifdef APPLY
-		/* plk_lend_update: head waits on nothing now, owns L */
+		/* plk_chain_update: head waits on nothing now, owns L */
 		d_step { tg = t; bump(ql > 0) };
 #endif
 		park[t] = HANDED

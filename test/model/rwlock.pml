@@ -368,7 +368,7 @@ inline queued(t) {
 	gk = 0
 }
 
-/* plk_rw_lend_update: the queue lends to every holder: the writer, the
+/* plk_chain_rw_update: the queue lends to every holder: the writer, the
  * solo holder (both named by the word), or each thread whose slot names
  * the rwlock (a scan of the read sets) and the converted reader __solo
  * names (no mark: it always unlocks through the bucket); an empty queue
