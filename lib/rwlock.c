@@ -253,59 +253,67 @@ static void withdraw_publishers(proxylock_rwlock_t *rw)
 }
 
 /*
- * Grant @rw (bucket @b locked) to whom grant rules say, at most
- * GRANT_BATCH readers; the granted are in @g, woken by the caller
- * after the bucket is dropped (I5).  Returns true if it stopped at the
- * batch limit with readers still grantable.
+ * grant()'s wake of @rw's first writer @wr (bucket @b locked; L free,
+ * no reader queued, a prefer-reader kind, @wr queued less than
+ * PROXYLOCK_HANDOFF_US): release and wake, as a mutex does (RW8): the
+ * writer comes back to the bucket and takes L or queues again at the
+ * head; a running thread may take L first.  L stays free; the bit stays
+ * while others are queued (a bucket join or the woken writer's take
+ * keeps it for them), else goes as a release's.
  */
-static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g)
+static void grant_wake_writer(struct plk_bucket *b, proxylock_rwlock_t *rw,
+                              struct plk_thread *wr, struct grants *g)
 {
-	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
-	struct plk_thread *t, *next, *wr;
-	uint32_t w = plk_rw_word(rw), n = 0;
-	bool reader, stop = false;
+	uint32_t w;
 
-	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
-		return false;
-	wr = first_writer(b, rw, &reader);
-	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
-	    !plk_waited_bound(wr, g->now_ns)) {
-		/* Release and wake, as a mutex does (RW8): the writer comes
-		 * back to the bucket and takes L or queues again at the head;
-		 * a running thread may take L first.  Handed instead once it
-		 * has waited PROXYLOCK_HANDOFF_US.  L stays free; the bit
-		 * stays while others are queued (a bucket join or the woken
-		 * writer's take keeps it for them), else goes as a release's. */
-		plk_waitq_dequeue(wr);
-		if (!plk_waitq_first(b, plk_rw_key(rw))) {
-			word_update(rw, w, w & ~PLK_RW_WAITERS);
-			withdraw_publishers(rw);
-		}
-		g->t[g->n++] = wr;
-		plk_waitq_unpark_prepare(wr, PLK_PARK_WOKEN);
-		return false;
+	plk_waitq_dequeue(wr);
+	if (!plk_waitq_first(b, plk_rw_key(rw))) {
+		word_update(rw, w, w & ~PLK_RW_WAITERS);
+		withdraw_publishers(rw);
 	}
-	if (plk_rw_readers(w) == 0 && wr && (prefer_w || !reader)) {
-		plk_waitq_dequeue(wr);
-		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+	g->t[g->n++] = wr;
+	plk_waitq_unpark_prepare(wr, PLK_PARK_WOKEN);
+}
 
-		/* RW4: the word names it before its park word says so. */
-		word_update(rw, w, PLK_RW_WRITER | (uint32_t)wr->tid | (more ? PLK_RW_WAITERS : 0));
-		if (!more)
-			withdraw_publishers(rw);
-		g->t[g->n++] = wr;
-		plk_chain_rw_update(b, rw);  /* the queue lends to its new holder */
-		plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
-		plk_stat_inc(handoffs);
-		return false;
-	}
-	if (!reader || (prefer_w && wr))
-		return false;
+/* grant()'s handoff of free @rw to its first writer @wr (bucket @b
+ * locked). */
+static void grant_writer(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *wr,
+                         struct grants *g)
+{
+	uint32_t w;
+
+	plk_waitq_dequeue(wr);
+	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+
+	/* RW4: the word names it before its park word says so. */
+	word_update(rw, w, PLK_RW_WRITER | (uint32_t)wr->tid | (more ? PLK_RW_WAITERS : 0));
+	if (!more)
+		withdraw_publishers(rw);
+	g->t[g->n++] = wr;
+	plk_chain_rw_update(b, rw);  /* the queue lends to its new holder */
+	plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
+	plk_stat_inc(handoffs);
+}
+
+/*
+ * grant()'s readers, first step (bucket @b locked, @rw's word @w not
+ * write-held): take @rw's queued readers off the queue into @g, in queue
+ * order, their slots naming @rw, as many as the batch and the count
+ * allow.  Returns how many; *@stop: the batch filled up with readers
+ * still grantable.
+ */
+static uint32_t take_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w,
+                             struct grants *g, bool *stop)
+{
+	struct plk_thread *t, *next;
+	uint32_t n = 0;
+
+	*stop = false;
 	cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
 		if (__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED) != plk_rw_key(rw) || t->rw_writer)
 			continue;
 		if (g->n == GRANT_BATCH) {
-			stop = true;
+			*stop = true;
 			break;
 		}
 		/* From the word read above: spin joins may have raised the
@@ -321,6 +329,17 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		g->t[g->n++] = t;
 		n++;
 	}
+	return n;
+}
+
+/*
+ * grant()'s readers, second step: count the @n readers take_readers put
+ * last in @g into @rw's word (@w as it read it), then lend or withdraw,
+ * then HANDED (RW4).
+ */
+static void count_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w, uint32_t n,
+                          struct grants *g)
+{
 	/* PLK_RW_WAITERS stays while anyone is queued, and also while
 	 * readers from before this grant hold: one of them may be inside
 	 * its unlock with its slot already cleared, lent to by a scan; the
@@ -345,6 +364,37 @@ static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g
 		withdraw_publishers(rw);
 	for (int i = g->n - (int)n; i < g->n; i++)
 		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
+}
+
+/*
+ * Grant @rw (bucket @b locked) to whom grant rules say, at most
+ * GRANT_BATCH readers; the granted are in @g, woken by the caller
+ * after the bucket is dropped (I5).  Returns true if it stopped at the
+ * batch limit with readers still grantable.
+ */
+static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g)
+{
+	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	struct plk_thread *wr;
+	uint32_t w = plk_rw_word(rw), n;
+	bool reader, stop;
+
+	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
+		return false;
+	wr = first_writer(b, rw, &reader);
+	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
+	    !plk_waited_bound(wr, g->now_ns)) {
+		grant_wake_writer(b, rw, wr, g);  /* RW8; handed once it waited the bound */
+		return false;
+	}
+	if (plk_rw_readers(w) == 0 && wr && (prefer_w || !reader)) {
+		grant_writer(b, rw, wr, g);
+		return false;
+	}
+	if (!reader || (prefer_w && wr))
+		return false;
+	n = take_readers(b, rw, w, g, &stop);
+	count_readers(b, rw, w, n, g);
 	return stop;
 }
 
@@ -890,11 +940,248 @@ static int rw_refused(proxylock_rwlock_t *rw, uint32_t w, bool write, bool try)
 	                                   : "a signal handler's contended rwlock read lock");
 }
 
+/* --- joining the queue: what readers and writers share ---------------- */
+
+/* rw_waiter's answer: no record, or the caller is queued already (a
+ * handler's lock inside its thread's wait): wait by yielding. */
+#define RW_YIELD (-2)
+/* rd_join_bucket's and wr_take_free's answer: the word moved under the
+ * bucket; take the bucket again. */
+#define RW_AGAIN (-3)
+
+/*
+ * A lock call that will wait (not a try), before its bucket: count the
+ * contention, check the deadline, find the caller's record (*@me) and
+ * re-read what it lends.  Returns 0, EINVAL (a bad deadline) or RW_YIELD
+ * (rw_yielding: no record, or queued already).
+ */
+static int rw_waiter(proxylock_rwlock_t *rw, const struct timespec *abstime,
+                     struct plk_thread **me)
+{
+	plk_stat_contended();
+	if (abstime && !plk_timespec_valid(abstime))
+		return EINVAL;
+	if (!(*me = plk_thread_self()) || plk_blocked_key(*me))
+		return RW_YIELD;
+	/* Always re-read (0), unlike a mutex's waiter: its two syscalls
+	 * delay the queueing, and without them the read-mostly cells with
+	 * writes fell to a third, and still to 0.78-0.90 with the writer's
+	 * backoff (docs/results.md, "The rwlock keeps its re-read"). */
+	if (plk_chain_rw_kinds(rw))
+		plk_donate_waiter_refresh(*me, 0);
+	return 0;
+}
+
+/* Set PLK_RW_WAITERS in @rw's word @w (bucket held) unless it is set;
+ * false if the word moved.  Acquire (plk_rw_cas): we synchronise with
+ * every reader's release increment before it, so the scan in
+ * plk_chain_rw_update sees their slots (RW5). */
+static bool waiters_mark(proxylock_rwlock_t *rw, uint32_t w)
+{
+	return (w & PLK_RW_WAITERS) || plk_rw_cas(rw, w, w | PLK_RW_WAITERS);
+}
+
+/*
+ * Queue @me on @rw in locked @b, PLK_RW_WAITERS set (a writer: @writer,
+ * @slot NULL; a reader: @slot its reserved slot, or NULL), queued since
+ * @now_ns unless @again (a writer woken to compete, RW8: back at the
+ * head, its enq_ns kept); the queue lends anew; drop the bucket and
+ * flush the lends.
+ */
+static void rw_enqueue(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *me,
+                       bool writer, uintptr_t *slot, uint64_t now_ns, bool again)
+{
+	me->rw_writer = writer;
+	me->rw_grant_slot = slot;
+	if (!again)
+		me->enq_ns = now_ns;
+	plk_waitq_enqueue(b, me, plk_rw_key(rw), again);
+	plk_chain_rw_update(b, rw);
+	plk_waitq_unlock(b);
+	plk_chain_flush();
+}
+
 /* --- read lock -------------------------------------------------------- */
 
 /*
+ * rdlock_slow's spin, before any wait: join @rw by CAS without the
+ * bucket while spin_may_join allows.  It joins past PLK_RW_WAITERS,
+ * unless the kind is PREFER_WRITER_NONRECURSIVE (only there may a queued
+ * writer hold a new reader back): a writer waits for the count to drain,
+ * as glibc's does, and the new reader is named by its next scan (the
+ * writer's rescan in rw_park), not at its join (RW5).  Never into a free
+ * lock with the bit set: its releaser is granting it under the bucket,
+ * maybe to a writer (RW7).  Returns true having joined (the caller
+ * records the hold), false with no publication kept (RW6).
+ */
+static bool rd_spin(proxylock_rwlock_t *rw, struct rd_hold *h)
+{
+	bool pass = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	bool published = false;
+	uint32_t w;
+
+	for (int i = 0; i < PLK_RW_SPIN; i++) {
+		w = plk_rw_word(rw);
+		if ((w & PLK_RW_WAITERS) && !pass)
+			break;  /* others are queued: go and see whether we may join */
+		/* Write-held: queue at once, as glibc's readers do.  Turns here
+		 * took CPU from the writer (threads outnumbering CPUs), and a
+		 * queued reader lends to it (where the lock lends); the
+		 * writer's release wakes the readers (docs/results.md, "The
+		 * readers' spin while a writer holds").  A solo word is joined in the bucket
+		 * only (join_locked).  The model's turn on either word relaxes,
+		 * changing nothing: this is a subset of it. */
+		if (SOLO_UNWAITED(w)) {
+			/* A kept publication is retracted first: solo_join
+			 * publishes afresh (a second store would erase a mark). */
+			if (published)
+				rd_hold_retract(h);
+			published = false;
+			if (solo_join(rw, h))
+				return true;
+			continue;
+		}
+		if (w & (PLK_RW_WRITER | PLK_RW_SOLO))
+			break;
+		if (spin_may_join(w)) {
+			/* Published once: storing again would erase a scan's
+			 * PLK_RD_NAMED while its lend stays (rdset.h). */
+			if (!published)
+				rd_hold_publish(rw, h, 0);
+			published = true;
+			if (plk_rw_cas(rw, w, w + 1)) {
+				rd_joined_clear(rw, h);
+				return true;
+			}
+			/* Published across a change the spin may join past
+			 * (the count; PLK_RW_WAITERS unless NONRECURSIVE): keep
+			 * it.  A scan's lend meanwhile is ours by its mark, or
+			 * was withdrawn by whoever cleared the bit again
+			 * (withdraw_publishers).  Else retract. */
+			w = plk_rw_word(rw);
+			if (spin_may_join(w) && (pass || !(w & PLK_RW_WAITERS)))
+				continue;
+			rd_hold_retract(h);
+			published = false;
+		}
+		plk_cpu_relax();
+	}
+	/* The spin ended with a kept publication (WAITERS or WRITER seen in
+	 * the next turn, or the turns ran out): a writer that set WAITERS may
+	 * have named us.  Retract, so that every way on withdraws it: before
+	 * we queue, in rd_fail, or at the last unlock (RW6; the model's
+	 * BROKEN_RW_SPIN: a timed-out reader kept the lend). */
+	if (published)
+		rd_hold_retract(h);
+	return false;
+}
+
+/*
+ * rdlock_slow's join under the bucket (@b locked, @rw's word @w one a
+ * reader may join: reader_may_join); drops the bucket.  @self: our TID,
+ * read before the bucket.  Returns 0 (the hold taken and recorded),
+ * EAGAIN (the count full) or RW_AGAIN.
+ */
+static int rd_join_bucket(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w,
+                          struct rd_hold *h, uint32_t self)
+{
+	if (plk_rw_readers(w) == PLK_RW_READERS_MAX) {
+		plk_waitq_unlock(b);
+		return rd_fail(rw, h, EAGAIN);
+	}
+	rd_hold_publish(rw, h, 0);
+	if (!join_locked(rw, w, 1)) {
+		rd_hold_retract(h);
+		plk_waitq_unlock(b);
+		return RW_AGAIN;
+	}
+	if (w & PLK_RW_WAITERS) {
+		plk_chain_rw_update(b, rw);  /* the queue lends to us too */
+	} else if (h->retracted && !h->recursive) {
+		/* Joined with the bit clear: a retraction's lend is stale
+		 * (rd_joined_clear); applied at the flush. */
+		plk_donate_withdraw_tid((pid_t)self, rw);
+		h->retracted = false;
+	}
+	plk_waitq_unlock(b);
+	plk_chain_flush();
+	rd_hold_done(h);
+	return 0;
+}
+
+/*
+ * rdlock_slow's queueing (@b locked, PLK_RW_WAITERS set): our slot
+ * pending, queue @me as a reader, drop the bucket.
+ */
+static void rd_queue(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *me,
+                     struct rd_hold *h, uint32_t self, uint64_t now_ns)
+{
+	rd_hold_publish(rw, h, PLK_RD_PENDING);
+	/* A lend a scan gave our retracted publication goes now, under the
+	 * bucket, before we queue: after it, a grant may lend to us for
+	 * real (RW5), and that lend must stay.  Applied at the flush
+	 * (rw_enqueue). */
+	if (h->retracted) {
+		plk_donate_withdraw_tid((pid_t)self, rw);
+		h->retracted = false;
+	}
+	rw_enqueue(b, rw, me, false, h->slot >= 0 && !h->recursive ? &h->s->lock[h->slot] : NULL,
+	           now_ns, false);
+}
+
+/*
+ * rdlock_slow in the bucket, after its spin: join if a reader may
+ * (rd_join_bucket), else (not a try) queue and park.  @me: our record
+ * (NULL for a try).
+ */
+static int rd_join_or_queue(proxylock_rwlock_t *rw, struct rd_hold *h, struct plk_thread *me,
+                            uint32_t self, bool try, clockid_t clock,
+                            const struct timespec *abstime)
+{
+	/* The clock is read before the bucket: no syscall under it (vDSO
+	 * fallback).  So is the lone reader's check: our join or queueing
+	 * below updates the queue's lend, which may name it. */
+	uint64_t now_ns = try ? 0 : plk_now_ns();
+	struct plk_bucket *b;
+	uint32_t w;
+	int err;
+
+	if (!try)
+		dead_reader_check(rw);
+	for (;;) {
+		plk_chain_rw_prepare(rw);
+		b = plk_waitq_lock(rw);
+		w = plk_rw_word(rw);
+		if (rw_unusable(rw, w)) {
+			plk_waitq_unlock(b);
+			return rd_fail(rw, h, EINVAL);
+		}
+		if (reader_may_join(b, rw, w)) {
+			if ((err = rd_join_bucket(b, rw, w, h, self)) == RW_AGAIN)
+				continue;
+			return err;
+		}
+		if (try) {
+			plk_waitq_unlock(b);
+			return rd_fail(rw, h, EBUSY);
+		}
+		if (!waiters_mark(rw, w)) {
+			plk_waitq_unlock(b);
+			continue;
+		}
+		rd_queue(b, rw, me, h, self, now_ns);
+		if ((err = rw_park(rw, me, clock, abstime, h)) == 0)
+			rd_hold_done(h);
+		return err;
+	}
+}
+
+/*
  * Take a read hold of @rw after a failed fast path.  @try: EBUSY
- * instead of waiting.  Clock and deadline as for mutexes.
+ * instead of waiting.  Clock and deadline as for mutexes.  Its phases:
+ * the checks, a solo join, the spin (rd_spin), the waiter's record
+ * (rw_waiter), then the join or the queue and the park in the bucket
+ * (rd_join_or_queue).
  */
 static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool try,
                                                   clockid_t clock,
@@ -902,7 +1189,6 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 {
 	uint32_t self = plk_tid(), w = plk_rw_word(rw);
 	struct plk_thread *me = NULL;
-	struct plk_bucket *b;
 	struct rd_hold h;
 	int err;
 
@@ -923,190 +1209,39 @@ static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool tr
 	/* A solo hold, nobody queued: no wait, so no deadline to check, no
 	 * contention, no syscall; join it at once (a changed word goes the
 	 * usual way, and the spin comes back here on another solo word). */
-	if (SOLO_UNWAITED(w) && solo_join(rw, &h)) {
+	if ((SOLO_UNWAITED(w) && solo_join(rw, &h)) || (!try && rd_spin(rw, &h))) {
 		rd_hold_done(&h);
 		return 0;
 	}
-	bool published = false;
-	/* The spin joins past PLK_RW_WAITERS, unless the kind is
-	 * PREFER_WRITER_NONRECURSIVE (only there may a queued writer hold a
-	 * new reader back): a writer waits for the count to drain, as
-	 * glibc's does, and the new reader is named by its next scan (the
-	 * writer's rescan in rw_park), not at its join (RW5).  Never into a
-	 * free lock with the bit set: its releaser is granting it under the
-	 * bucket, maybe to a writer (RW7). */
-	bool pass = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
-
-	for (int i = 0; i < PLK_RW_SPIN && !try; i++) {
-		w = plk_rw_word(rw);
-		if ((w & PLK_RW_WAITERS) && !pass)
-			break;  /* others are queued: go and see whether we may join */
-		/* Write-held: queue at once, as glibc's readers do.  Turns here
-		 * took CPU from the writer (threads outnumbering CPUs), and a
-		 * queued reader lends to it (where the lock lends); the
-		 * writer's release wakes the readers (docs/results.md, "The
-		 * readers' spin while a writer holds").  A solo word is joined in the bucket
-		 * only (join_locked).  The model's turn on either word relaxes,
-		 * changing nothing: this is a subset of it. */
-		if (SOLO_UNWAITED(w)) {
-			/* A kept publication is retracted first: solo_join
-			 * publishes afresh (a second store would erase a mark). */
-			if (published)
-				rd_hold_retract(&h);
-			published = false;
-			if (solo_join(rw, &h)) {
-				rd_hold_done(&h);
-				return 0;
-			}
-			continue;
-		}
-		if (w & (PLK_RW_WRITER | PLK_RW_SOLO))
-			break;
-		if (spin_may_join(w)) {
-			/* Published once: storing again would erase a scan's
-			 * PLK_RD_NAMED while its lend stays (rdset.h). */
-			if (!published)
-				rd_hold_publish(rw, &h, 0);
-			published = true;
-			if (plk_rw_cas(rw, w, w + 1)) {
-				rd_joined_clear(rw, &h);
-				rd_hold_done(&h);
-				return 0;
-			}
-			/* Published across a change the spin may join past
-			 * (the count; PLK_RW_WAITERS unless NONRECURSIVE): keep
-			 * it.  A scan's lend meanwhile is ours by its mark, or
-			 * was withdrawn by whoever cleared the bit again
-			 * (withdraw_publishers).  Else retract. */
-			w = plk_rw_word(rw);
-			if (spin_may_join(w) && (pass || !(w & PLK_RW_WAITERS)))
-				continue;
-			rd_hold_retract(&h);
-			published = false;
-		}
-		plk_cpu_relax();
-	}
-	/* The spin ended with a kept publication (WAITERS or WRITER seen in
-	 * the next turn, or the turns ran out): a writer that set WAITERS may
-	 * have named us.  Retract, so that every way on withdraws it: before
-	 * we queue, in rd_fail, or at the last unlock (RW6; the model's
-	 * BROKEN_RW_SPIN: a timed-out reader kept the lend). */
-	if (published)
-		rd_hold_retract(&h);
-	if (!try) {
-		plk_stat_contended();
-		if (abstime && !plk_timespec_valid(abstime))
-			return rd_fail_unlocked(rw, &h, EINVAL);
-		if (!(me = plk_thread_self()) || plk_blocked_key(me)) {
-			err = rw_yielding(rw, false, clock, abstime, &h);
-			if (err == 0)
-				rd_hold_done(&h);
-			else
-				err = rd_fail_unlocked(rw, &h, err);
-			return err;
-		}
-		/* Always re-read (0), unlike a mutex's waiter: its two
-		 * syscalls delay the queueing, and without them the read-mostly
-		 * cells with writes fell to a third, and still to 0.78-0.90
-		 * with the writer's backoff (docs/results.md, "The rwlock
-		 * keeps its re-read"). */
-		if (plk_chain_rw_kinds(rw))
-			plk_donate_waiter_refresh(me, 0);
-	}
-	/* The clock is read before the bucket: no syscall under it (vDSO
-	 * fallback).  So is the lone reader's check: our join or queueing
-	 * below updates the queue's lend, which may name it. */
-	uint64_t now_ns = try ? 0 : plk_now_ns();
-
-	if (!try)
-		dead_reader_check(rw);
-	for (;;) {
-		plk_chain_rw_prepare(rw);
-		b = plk_waitq_lock(rw);
-		w = plk_rw_word(rw);
-		if (rw_unusable(rw, w)) {
-			plk_waitq_unlock(b);
-			return rd_fail(rw, &h, EINVAL);
-		}
-		if (reader_may_join(b, rw, w)) {
-			if (plk_rw_readers(w) == PLK_RW_READERS_MAX) {
-				plk_waitq_unlock(b);
-				return rd_fail(rw, &h, EAGAIN);
-			}
-			rd_hold_publish(rw, &h, 0);
-			if (!join_locked(rw, w, 1)) {
-				rd_hold_retract(&h);
-				plk_waitq_unlock(b);
-				continue;
-			}
-			if (w & PLK_RW_WAITERS) {
-				plk_chain_rw_update(b, rw);  /* the queue lends to us too */
-			} else if (h.retracted && !h.recursive) {
-				/* Joined with the bit clear: a retraction's lend
-				 * is stale (rd_joined_clear); applied at the flush. */
-				plk_donate_withdraw_tid((pid_t)self, rw);
-				h.retracted = false;
-			}
-			plk_waitq_unlock(b);
-			plk_chain_flush();
+	if (!try && (err = rw_waiter(rw, abstime, &me)) != 0) {
+		if (err == RW_YIELD && (err = rw_yielding(rw, false, clock, abstime, &h)) == 0) {
 			rd_hold_done(&h);
 			return 0;
 		}
-		if (try) {
-			plk_waitq_unlock(b);
-			return rd_fail(rw, &h, EBUSY);
-		}
-		if (!(w & PLK_RW_WAITERS) && !plk_rw_cas(rw, w, w | PLK_RW_WAITERS)) {
-			plk_waitq_unlock(b);
-			continue;
-		}
-		rd_hold_publish(rw, &h, PLK_RD_PENDING);
-		/* A lend a scan gave our retracted publication goes now, under
-		 * the bucket, before we queue: after it, a grant may lend to
-		 * us for real (RW5), and that lend must stay.  Applied at the
-		 * flush below. */
-		if (h.retracted) {
-			plk_donate_withdraw_tid((pid_t)self, rw);
-			h.retracted = false;
-		}
-		me->rw_writer = false;
-		me->rw_grant_slot = h.slot >= 0 && !h.recursive ? &h.s->lock[h.slot] : NULL;
-		me->enq_ns = now_ns;
-		plk_waitq_enqueue(b, me, plk_rw_key(rw), false);
-		plk_chain_rw_update(b, rw);
-		plk_waitq_unlock(b);
-		plk_chain_flush();
-		if ((err = rw_park(rw, me, clock, abstime, &h)) == 0)
-			rd_hold_done(&h);
-		return err;
+		return rd_fail_unlocked(rw, &h, err);
 	}
+	return rd_join_or_queue(rw, &h, me, self, try, clock, abstime);
 }
 
 /* --- write lock ------------------------------------------------------- */
 
-static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool try,
-                                                  clockid_t clock,
-                                                  const struct timespec *abstime)
+/*
+ * wrlock_slow's spin, before any wait: take @rw by a CAS from 0 (@self's
+ * word) while nobody is queued, backing off (the prefer-reader kinds) or
+ * turning (PLK_RW_SPIN_READ_HELD while readers hold) as the constants
+ * above say.  Only reads and a CAS from 0: the model's one CAS stands
+ * for the whole spin, whatever its length.  Returns true having taken it.
+ */
+static bool wr_spin(proxylock_rwlock_t *rw, uint32_t self)
 {
-	uint32_t self = plk_tid(), w = plk_rw_word(rw);
-	struct plk_thread *me = NULL;
-	struct plk_bucket *b;
-
-	if (rw_unusable(rw, w))
-		return EINVAL;
-	if (write_held_by(w, self))
-		return try ? EBUSY : EDEADLK;
-	if (plk_ilock_busy())  /* a handler inside our critical section: no bucket */
-		return rw_refused(rw, w, true, try);
-	/* Only reads and a CAS from 0: the model's one CAS stands for the
-	 * whole spin, whatever its length. */
 	bool backoff = plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 	unsigned int pauses = 1;
+	uint32_t w;
 
-	for (int i = 0, read_held = 0; i < PLK_RW_SPIN && !try; i++) {
+	for (int i = 0, read_held = 0; i < PLK_RW_SPIN; i++) {
 		w = plk_rw_word(rw);
 		if (w == 0 && plk_rw_cas(rw, 0, PLK_RW_WRITER | self))
-			return 0;
+			return true;
 		if (w & PLK_RW_WAITERS)
 			break;
 		if (backoff && w) {
@@ -1120,19 +1255,51 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 			break;
 		plk_cpu_relax();
 	}
-	if (!try) {
-		plk_stat_contended();
-		if (abstime && !plk_timespec_valid(abstime))
-			return EINVAL;
-		if (!(me = plk_thread_self()) || plk_blocked_key(me))
-			return rw_yielding(rw, true, clock, abstime, NULL);  /* no record, or queued */
-		if (plk_chain_rw_kinds(rw))
-			plk_donate_waiter_refresh(me, 0);  /* as rdlock_slow's */
+	return false;
+}
+
+/*
+ * wrlock_slow's take of a free @rw, word @w (only PLK_RW_WAITERS maybe
+ * set), @b locked; drops the bucket.  Returns 0 (taken) or RW_AGAIN.
+ * With PLK_RW_WAITERS set L is free only while a writer woken to
+ * compete is on its way back (RW8: we may be it, or barge past it);
+ * else the bit is clear and nobody is queued (RW2, RW3).  The bit stays
+ * while anyone is queued; dropping it (they all left meanwhile)
+ * withdraws from every publisher, as every clear does (RW6).
+ */
+static int wr_take_free(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w, uint32_t self)
+{
+	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+
+	if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
+		plk_waitq_unlock(b);
+		return RW_AGAIN;
 	}
+	if (!more && (w & PLK_RW_WAITERS))
+		withdraw_publishers(rw);
+	if (more)
+		plk_chain_rw_update(b, rw);
+	plk_waitq_unlock(b);
+	plk_chain_flush();
+	return 0;
+}
+
+/*
+ * wrlock_slow in the bucket, after its spin: take a free lock
+ * (wr_take_free), else (not a try) queue and park; woken to compete
+ * (RW8), come back and take it or queue again at the head.  @me: our
+ * record (NULL for a try).
+ */
+static int wr_take_or_queue(proxylock_rwlock_t *rw, struct plk_thread *me, uint32_t self,
+                            bool try, clockid_t clock, const struct timespec *abstime)
+{
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback). */
 	uint64_t now_ns = try ? 0 : plk_now_ns();
+	struct plk_bucket *b;
 	bool woken = false;
+	uint32_t w;
+	int err;
 
 	if (!try)
 		dead_reader_check(rw);
@@ -1145,51 +1312,50 @@ static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool tr
 			return EINVAL;
 		}
 		if ((w & ~PLK_RW_WAITERS) == 0) {
-			/* Free.  With PLK_RW_WAITERS set only while a writer
-			 * woken to compete is on its way back (RW8: we may be it,
-			 * or barge past it); else the bit is clear and nobody is
-			 * queued (RW2, RW3).  The bit stays while anyone is
-			 * queued; dropping it (they all left meanwhile) withdraws
-			 * from every publisher, as every clear does (RW6). */
-			bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
-
-			if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
-				plk_waitq_unlock(b);
+			if ((err = wr_take_free(b, rw, w, self)) == RW_AGAIN)
 				continue;
-			}
-			if (!more && (w & PLK_RW_WAITERS))
-				withdraw_publishers(rw);
-			if (more)
-				plk_chain_rw_update(b, rw);
-			plk_waitq_unlock(b);
-			plk_chain_flush();
-			return 0;
+			return err;
 		}
 		if (try) {
 			plk_waitq_unlock(b);
 			return EBUSY;
 		}
-		/* Acquire (plk_rw_cas): we synchronise with every reader's
-		 * release increment before it, so the scan in
-		 * plk_chain_rw_update sees their slots (RW5). */
-		if (!(w & PLK_RW_WAITERS) && !plk_rw_cas(rw, w, w | PLK_RW_WAITERS)) {
+		if (!waiters_mark(rw, w)) {
 			plk_waitq_unlock(b);
 			continue;
 		}
-		me->rw_writer = true;
-		me->rw_grant_slot = NULL;
-		if (!woken)
-			me->enq_ns = now_ns;
-		plk_waitq_enqueue(b, me, plk_rw_key(rw), woken);
-		plk_chain_rw_update(b, rw);
-		plk_waitq_unlock(b);
-		plk_chain_flush();
-		int err = rw_park(rw, me, clock, abstime, NULL);
-
-		if (err != RW_RETRY)
+		rw_enqueue(b, rw, me, true, NULL, now_ns, woken);
+		if ((err = rw_park(rw, me, clock, abstime, NULL)) != RW_RETRY)
 			return err;
 		woken = true;  /* RW8: back at the head, enq_ns kept */
 	}
+}
+
+/*
+ * Take a write hold of @rw after a failed fast path (@try, clock and
+ * deadline as rdlock_slow's).  Its phases: the checks, the spin
+ * (wr_spin), the waiter's record (rw_waiter), then the take or the
+ * queue and the park in the bucket (wr_take_or_queue).
+ */
+static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool try,
+                                                  clockid_t clock,
+                                                  const struct timespec *abstime)
+{
+	uint32_t self = plk_tid(), w = plk_rw_word(rw);
+	struct plk_thread *me = NULL;
+	int err;
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (write_held_by(w, self))
+		return try ? EBUSY : EDEADLK;
+	if (plk_ilock_busy())  /* a handler inside our critical section: no bucket */
+		return rw_refused(rw, w, true, try);
+	if (!try && wr_spin(rw, self))
+		return 0;
+	if (!try && (err = rw_waiter(rw, abstime, &me)) != 0)
+		return err == RW_YIELD ? rw_yielding(rw, true, clock, abstime, NULL) : err;
+	return wr_take_or_queue(rw, me, self, try, clock, abstime);
 }
 
 /* --- unlock ----------------------------------------------------------- */
