@@ -144,24 +144,21 @@ static void tell(struct plk_thread **t, const uint32_t *st, int n)
 		plk_waitq_unpark_prepare(t[i], st[i]);
 }
 
-static void wake(struct plk_thread **t, int n)
+static void wake(struct plk_thread *const *t, int n)
 {
 	for (int i = 0; i < n; i++)
 		plk_waitq_unpark(t[i]);
 }
 
-int plk_unpark_filtered(void *key, int max, const struct plk_unpark_ops *ops, void *ctx)
+int plk_unpark_held(struct plk_bucket *b, void *key, int max, const struct plk_unpark_ops *ops,
+                    void *ctx, struct plk_unparked *u)
 {
-	struct plk_thread *taken[PLK_UNPARK_BATCH], *t, *next;
+	struct plk_thread *t, *next;
 	uint32_t st[PLK_UNPARK_BATCH];
-	struct plk_bucket *b;
 	int n = 0;
 
 	if (max > PLK_UNPARK_BATCH)
 		max = PLK_UNPARK_BATCH;
-	if (ops->prepare)
-		ops->prepare(ctx);
-	b = plk_waitq_lock(key);
 	if (!ops->begin || ops->begin(b, ctx)) {
 		cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
 			if (n == max)
@@ -175,15 +172,34 @@ int plk_unpark_filtered(void *key, int max, const struct plk_unpark_ops *ops, vo
 			if (pick == PLK_UNPARK_SKIP)
 				continue;
 			plk_waitq_dequeue(t);
-			taken[n] = t;
+			u->t[n] = t;
 			st[n++] = ops->unparked(b, t, ctx);
 		}
 	}
 	if (ops->finish)
 		ops->finish(b, n, ctx);
-	tell(taken, st, n);
+	tell(u->t, st, n);
+	u->n = n;
+	return n;
+}
+
+void plk_unpark_wake(const struct plk_unparked *u)
+{
+	wake(u->t, u->n);
+}
+
+int plk_unpark_filtered(void *key, int max, const struct plk_unpark_ops *ops, void *ctx)
+{
+	struct plk_unparked u;
+	struct plk_bucket *b;
+	int n;
+
+	if (ops->prepare)
+		ops->prepare(ctx);
+	b = plk_waitq_lock(key);
+	n = plk_unpark_held(b, key, max, ops, ctx, &u);
 	plk_waitq_unlock(b);
-	wake(taken, n);
+	plk_unpark_wake(&u);
 	plk_chain_flush();  /* after the wake-ups: the woken first */
 	return n;
 }

@@ -177,6 +177,30 @@ struct plk_unpark_ops {
 PLK_HIDDEN int plk_unpark_filtered(void *key, int max, const struct plk_unpark_ops *ops,
                                    void *ctx);
 
+/** struct plk_unparked - the threads an unpark under a held bucket took
+ * off (plk_unpark_held), to be woken once the bucket is dropped. */
+struct plk_unparked {
+	int n;
+	struct plk_thread *t[PLK_UNPARK_BATCH];
+};
+
+/**
+ * plk_unpark_held - plk_unpark_filtered's part under the bucket, for a
+ * hook that holds @key's bucket @b already and must unpark in the same
+ * hold: a waiter leaving on a deadline whose leaving lets others have
+ * the lock (rwlock.c: a lost wake-up otherwise, RW3).  Begin, filter,
+ * unparked, finish, then the park words, as plk_unpark_filtered; no
+ * prepare.  The taken go into @u, which the caller wakes with
+ * plk_unpark_wake once @b is dropped (after that drop's flush, if it
+ * makes one first).  Returns how many.
+ */
+PLK_HIDDEN int plk_unpark_held(struct plk_bucket *b, void *key, int max,
+                               const struct plk_unpark_ops *ops, void *ctx,
+                               struct plk_unparked *u);
+
+/** plk_unpark_wake - with no internal lock held: wake @u's threads. */
+PLK_HIDDEN void plk_unpark_wake(const struct plk_unparked *u);
+
 /** plk_unpark_one - plk_unpark_filtered of @key's head (at most one). */
 PLK_HIDDEN int plk_unpark_one(void *key, const struct plk_unpark_ops *ops, void *ctx);
 
