@@ -11,24 +11,28 @@
  * each hold to ThreadSanitizer and Valgrind's tools (tsan.h, vgclient.h)
  * when they watch, as mutex.c does.
  *
- * Waiters queue in the bucket table under plk_rw_key(rw).  Whoever
- * makes the lock grantable grants it under the bucket (a writer: the
- * word names it; readers: the count includes them, and each one's
- * reserved slot names the rwlock) and only then stores HANDED in their
- * park words.  Which waiters are granted (grant()):
+ * Waiters park under plk_rw_key(rw) through the parking lot (park.h),
+ * which owns the bucket, the queue order, the park words, the sleep,
+ * the leaving on a deadline and the flush; the slow paths here say what
+ * to validate (rd_validate, wr_validate) and whom to grant (the
+ * grant_unpark hooks).  Whoever makes the lock grantable grants it under
+ * the bucket (a writer: the word names it; readers: the count includes
+ * them, and each one's reserved slot names the rwlock), and only then
+ * are their park words set to HANDED.  Which waiters are granted
+ * (grant()):
  *   - free, and PREFER_WRITER_NONRECURSIVE or no reader queued: the
  *     first queued writer; under the prefer-reader kinds, while it has
  *     waited less than PROXYLOCK_HANDOFF_US, it is instead taken off
  *     the queue and woken to compete, as a mutex's waiter (RW8): a
  *     running thread may take the lock first;
  *   - otherwise, not write-held: every queued reader (at most
- *     GRANT_BATCH per bucket hold; the granter comes back for the rest),
+ *     PLK_UNPARK_BATCH per bucket hold; the granter comes back for the rest),
  *     unless PREFER_WRITER_NONRECURSIVE and a writer is queued.
  * PREFER_WRITER is PREFER_READER, as in glibc (recursive read locks
  * must not deadlock behind a waiting writer).  Under those kinds a new
  * reader joins a read-held lock past a queued writer without the bucket
  * (rdlock_slow's spin), unnamed until the next scan: the queued writer
- * rescans every PLK_RW_RESCAN_NS (rw_park).  A scan marks each slot it
+ * rescans every PLK_RW_RESCAN_NS (rw_rescan).  A scan marks each slot it
  * names PLK_RD_NAMED (rdset.h); a reader whose slot carries no mark
  * leaves without the bucket unless its hold is the last.
  *
@@ -54,6 +58,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
+#include "park.h"
 #include "rdset.h"
 #include "registry.h"
 #include "rwlockword.h"
@@ -83,22 +88,13 @@
  * of spinning) more, but a spinner takes its CPU from everything else
  * (docs/results.md, "The writer's backoff"). */
 #define PLK_RW_WRITER_PAUSE_MAX 1024u
-#define GRANT_BATCH 64
-/* A queued writer's rescan period (rw_park): how long a reader that
+/* A queued writer's rescan period (rw_rescan): how long a reader that
  * joined past it may read unnamed, not lent to. */
 #define PLK_RW_RESCAN_NS 1000000u
 
-/* rw_park's answer to a writer woken to compete (not granted): go back
+/* wait_parked's answer to a writer woken to compete (not granted): go back
  * to the bucket, take the lock or queue again at the head. */
 #define RW_RETRY (-1)
-
-/* Threads granted (or a writer woken) under a bucket hold, woken after
- * it is dropped; the clock read before the hold (no syscall under it). */
-struct grants {
-	int n;
-	uint64_t now_ns;
-	struct plk_thread *t[GRANT_BATCH];
-};
 
 /* --- helpers --------------------------------------------------------- */
 
@@ -252,93 +248,169 @@ static void withdraw_publishers(proxylock_rwlock_t *rw)
 	}
 }
 
+/* --- granting: the unpark hooks --------------------------------------- */
+
+/* What grant() chose for one bucket hold (struct grant's @to). */
+enum grant_to {
+	GRANT_NONE,         /* nobody */
+	GRANT_WAKE_WRITER,  /* the first writer, woken to compete (RW8) */
+	GRANT_WRITER,       /* the first writer, handed L */
+	GRANT_READERS,      /* the queued readers, a batch */
+};
+
+struct release;
+static bool release_locked(struct plk_bucket *b, proxylock_rwlock_t *rw, struct release *rel);
+
 /*
- * grant()'s wake of @rw's first writer @wr (bucket @b locked; L free,
- * no reader queued, a prefer-reader kind, @wr queued less than
- * PROXYLOCK_HANDOFF_US): release and wake, as a mutex does (RW8): the
- * writer comes back to the bucket and takes L or queues again at the
- * head; a running thread may take L first.  L stays free; the bit stays
- * while others are queued (a bucket join or the woken writer's take
- * keeps it for them), else goes as a release's.
+ * One grant of @rw, a batch (PLK_UNPARK_BATCH) per bucket hold: the
+ * hooks of grant_unpark share it.  Who unparks is the parking lot's
+ * (park.h: the bucket, the queue order, the park words last, the wakes
+ * and the flush after the drop); what each is told is grant()'s.
  */
-static void grant_wake_writer(struct plk_bucket *b, proxylock_rwlock_t *rw,
-                              struct plk_thread *wr, struct grants *g)
+struct grant {
+	proxylock_rwlock_t *rw;
+	uint64_t now_ns;       /* read before the bucket: no syscall under it */
+	struct release *rel;   /* an unlock's release, made in the first hold; NULL: none */
+	enum grant_to to;      /* this hold's choice */
+	struct plk_thread *wr; /* the first queued writer */
+	uint32_t w;            /* the word the choice was made on */
+	uint32_t n;            /* taken off in this hold */
+};
+
+/*
+ * Choose whom to grant @rw in locked @b (the rules atop this file): into
+ * @g->to, true if anyone.  The woken writer (RW8) is the first writer
+ * of a free lock under the prefer-reader kinds with no reader queued
+ * while it has waited less than PROXYLOCK_HANDOFF_US; once it has, it is
+ * handed L instead.
+ */
+static bool grant(struct plk_bucket *b, struct grant *g)
+{
+	proxylock_rwlock_t *rw = g->rw;
+	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
+	uint32_t w = g->w = plk_rw_word(rw);
+	bool reader;
+
+	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
+		return false;
+	g->wr = first_writer(b, rw, &reader);
+	if (plk_rw_readers(w) == 0 && g->wr && !reader && !prefer_w &&
+	    !plk_waited_bound(g->wr, g->now_ns))
+		g->to = GRANT_WAKE_WRITER;
+	else if (plk_rw_readers(w) == 0 && g->wr && (prefer_w || !reader))
+		g->to = GRANT_WRITER;
+	else if (reader && !(prefer_w && g->wr))
+		g->to = GRANT_READERS;
+	return g->to != GRANT_NONE;
+}
+
+/*
+ * Under @rw's bucket, before each hold's choice: an unlock's release
+ * (release_locked), once; else, coming back for more after a full
+ * batch, a look at the queue before @rw is read.  Coming back, @rw's
+ * memory is not ours to read until we see someone still queued on it:
+ * the readers just granted may have unlocked, granted the rest, and the
+ * last one destroyed and freed @rw (legal once it is unheld and nobody
+ * waits; glibc bug 13690 is the same race).  So the bucket is found by
+ * @rw's address alone and its queue looked at (keys compared, nothing
+ * dereferenced) before grant() reads the word and flags: a queued
+ * waiter is inside a call on @rw, which is alive until it returns.
+ * (Memory reused at the same address for a new rwlock with waiters:
+ * grant() then grants what that one's state allows, as any bucket hold
+ * may.)  No plk_chain_rw_prepare either, which reads the word: a batch
+ * adds as holders only queued waiters, which have records, and its lend
+ * goes to holders lent to before, at their join or grant.
+ */
+static bool grant_begin(struct plk_bucket *b, void *ctx)
+{
+	struct grant *g = ctx;
+	struct release *rel = g->rel;
+
+	g->to = GRANT_NONE;
+	g->n = 0;
+	g->rel = NULL;
+	if (rel ? !release_locked(b, g->rw, rel) : !plk_waitq_first(b, plk_rw_key(g->rw)))
+		return false;
+	return grant(b, g);
+}
+
+/* Whom of @rw's queue this hold takes: the first writer alone, or the
+ * readers, as many as the count allows. */
+static enum plk_unpark_pick grant_filter(struct plk_bucket *b, struct plk_thread *t, void *ctx)
+{
+	struct grant *g = ctx;
+
+	(void)b;
+	if (g->to != GRANT_READERS)
+		return g->n ? PLK_UNPARK_STOP : t == g->wr ? PLK_UNPARK_TAKE : PLK_UNPARK_SKIP;
+	if (t->rw_writer)
+		return PLK_UNPARK_SKIP;
+	/* From the word grant() read: spin joins may have raised the count
+	 * since (RW7), past the limit with what this grant adds; that needs
+	 * about 2^29 holds, the count's known limit (docs/design.md, Known
+	 * limits). */
+	if (plk_rw_readers(g->w) + g->n == PLK_RW_READERS_MAX)
+		return PLK_UNPARK_STOP;  /* the rest wait for a reader to leave */
+	return PLK_UNPARK_TAKE;
+}
+
+/*
+ * The woken writer is off @rw's queue (RW8): it comes back to the
+ * bucket and takes L or queues again at the head; a running thread may
+ * take L first.  L stays free; the bit stays while others are queued (a
+ * bucket join or the woken writer's take keeps it for them), else goes
+ * as a release's.
+ */
+static uint32_t writer_woken(struct plk_bucket *b, proxylock_rwlock_t *rw)
 {
 	uint32_t w;
 
-	plk_waitq_dequeue(wr);
 	if (!plk_waitq_first(b, plk_rw_key(rw))) {
 		word_update(rw, w, w & ~PLK_RW_WAITERS);
 		withdraw_publishers(rw);
 	}
-	g->t[g->n++] = wr;
-	plk_waitq_unpark_prepare(wr, PLK_PARK_WOKEN);
+	return PLK_PARK_WOKEN;
 }
 
-/* grant()'s handoff of free @rw to its first writer @wr (bucket @b
- * locked). */
-static void grant_writer(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *wr,
-                         struct grants *g)
+/* The first writer @wr is off @rw's queue: L is its. */
+static uint32_t writer_handed(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *wr)
 {
+	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 	uint32_t w;
 
-	plk_waitq_dequeue(wr);
-	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
-
-	/* RW4: the word names it before its park word says so. */
+	/* RW4: the word names it before its park word says so (the
+	 * parking lot sets that last). */
 	word_update(rw, w, PLK_RW_WRITER | (uint32_t)wr->tid | (more ? PLK_RW_WAITERS : 0));
 	if (!more)
 		withdraw_publishers(rw);
-	g->t[g->n++] = wr;
 	plk_chain_rw_update(b, rw);  /* the queue lends to its new holder */
-	plk_waitq_unpark_prepare(wr, PLK_PARK_HANDED);
 	plk_stat_inc(handoffs);
+	return PLK_PARK_HANDED;
 }
 
-/*
- * grant()'s readers, first step (bucket @b locked, @rw's word @w not
- * write-held): take @rw's queued readers off the queue into @g, in queue
- * order, their slots naming @rw, as many as the batch and the count
- * allow.  Returns how many; *@stop: the batch filled up with readers
- * still grantable.
- */
-static uint32_t take_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w,
-                             struct grants *g, bool *stop)
+/* @t is off the queue: what it is told. */
+static uint32_t grant_unparked(struct plk_bucket *b, struct plk_thread *t, void *ctx)
 {
-	struct plk_thread *t, *next;
-	uint32_t n = 0;
+	struct grant *g = ctx;
 
-	*stop = false;
-	cds_list_for_each_entry_safe(t, next, &b->waiters, wnode) {
-		if (__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED) != plk_rw_key(rw) || t->rw_writer)
-			continue;
-		if (g->n == GRANT_BATCH) {
-			*stop = true;
-			break;
-		}
-		/* From the word read above: spin joins may have raised the
-		 * count since (RW7), past the limit with what this grant adds;
-		 * that needs about 2^29 holds, the count's known limit
-		 * (docs/design.md, Known limits). */
-		if (plk_rw_readers(w) + n == PLK_RW_READERS_MAX)
-			break;  /* the rest wait for a reader to leave */
-		plk_waitq_dequeue(t);
-		/* Slot first, count after (RW5), both before HANDED (RW4). */
-		if (t->rw_grant_slot)
-			__atomic_store_n(t->rw_grant_slot, (uintptr_t)rw, __ATOMIC_RELAXED);
-		g->t[g->n++] = t;
-		n++;
-	}
-	return n;
+	g->n++;
+	if (g->to == GRANT_WAKE_WRITER)
+		return writer_woken(b, g->rw);
+	if (g->to == GRANT_WRITER)
+		return writer_handed(b, g->rw, t);
+	/* Slot first, count after (RW5: grant_finish), both before HANDED
+	 * (RW4). */
+	if (t->rw_grant_slot)
+		__atomic_store_n(t->rw_grant_slot, (uintptr_t)g->rw, __ATOMIC_RELAXED);
+	return PLK_PARK_HANDED;
 }
 
 /*
- * grant()'s readers, second step: count the @n readers take_readers put
- * last in @g into @rw's word (@w as it read it), then lend or withdraw,
- * then HANDED (RW4).
+ * After the readers taken (@n of them) and before their park words:
+ * count them into @rw's word (@w as grant() read it), then lend or
+ * withdraw.
  */
-static void count_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w, uint32_t n,
-                          struct grants *g)
+static void count_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w, uint32_t n)
 {
 	/* PLK_RW_WAITERS stays while anyone is queued, and also while
 	 * readers from before this grant hold: one of them may be inside
@@ -362,87 +434,27 @@ static void count_readers(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t
 		                               with nobody queued, nobody is */
 	else
 		withdraw_publishers(rw);
-	for (int i = g->n - (int)n; i < g->n; i++)
-		plk_waitq_unpark_prepare(g->t[i], PLK_PARK_HANDED);
+}
+
+static void grant_finish(struct plk_bucket *b, int n, void *ctx)
+{
+	struct grant *g = ctx;
+
+	if (g->to == GRANT_READERS)
+		count_readers(b, g->rw, g->w, (uint32_t)n);
 }
 
 /*
- * Grant @rw (bucket @b locked) to whom grant rules say, at most
- * GRANT_BATCH readers; the granted are in @g, woken by the caller
- * after the bucket is dropped (I5).  Returns true if it stopped at the
- * batch limit with readers still grantable.
+ * Whoever makes @rw grantable grants it with these (RW3), batch after
+ * batch while a batch fills up: plk_unpark_all (unlock_slow), or
+ * plk_unpark_held in the hold of a waiter's leaving (rw_timedout).
  */
-static bool grant(struct plk_bucket *b, proxylock_rwlock_t *rw, struct grants *g)
-{
-	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
-	struct plk_thread *wr;
-	uint32_t w = plk_rw_word(rw), n;
-	bool reader, stop;
-
-	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
-		return false;
-	wr = first_writer(b, rw, &reader);
-	if (plk_rw_readers(w) == 0 && wr && !reader && !prefer_w &&
-	    !plk_waited_bound(wr, g->now_ns)) {
-		grant_wake_writer(b, rw, wr, g);  /* RW8; handed once it waited the bound */
-		return false;
-	}
-	if (plk_rw_readers(w) == 0 && wr && (prefer_w || !reader)) {
-		grant_writer(b, rw, wr, g);
-		return false;
-	}
-	if (!reader || (prefer_w && wr))
-		return false;
-	n = take_readers(b, rw, w, g, &stop);
-	count_readers(b, rw, w, n, g);
-	return stop;
-}
-
-/* Wake @g's threads; the bucket is dropped. */
-static void wake_granted(struct grants *g)
-{
-	for (int i = 0; i < g->n; i++)
-		plk_waitq_unpark(g->t[i]);
-	g->n = 0;
-}
-
-/*
- * With @rw's bucket @b locked: grant what can be granted, drop the
- * bucket, wake, flush the lends, and come back for more while a batch
- * filled up (RW3).
- *
- * Coming back, @rw's memory is not ours to read until we see someone
- * still queued on it: the readers just granted may have unlocked,
- * granted the rest, and the last one destroyed and freed @rw (legal once
- * it is unheld and nobody waits; glibc bug 13690 is the same race).  So
- * the bucket is found by @rw's address alone and its queue looked at
- * (keys compared, nothing dereferenced) before grant() reads the word
- * and flags: a queued waiter is inside a call on @rw, which is alive
- * until it returns.  (Memory reused at the same address for a new rwlock
- * with waiters: grant() then grants what that one's state allows, as any
- * bucket hold may.)  No plk_chain_rw_prepare either, which reads the
- * word: a batch adds as holders only queued waiters, which have records,
- * and its lend goes to holders lent to before, at their join or grant.
- */
-static void grant_and_unlock(struct plk_bucket *b, proxylock_rwlock_t *rw, uint64_t now_ns)
-{
-	struct grants g = { .n = 0, .now_ns = now_ns };
-	bool again;
-
-	for (;;) {
-		again = grant(b, rw, &g);
-		plk_waitq_unlock(b);
-		wake_granted(&g);
-		plk_chain_flush();
-		if (!again)
-			return;
-		b = plk_waitq_lock(rw);
-		if (!plk_waitq_first(b, plk_rw_key(rw))) {
-			plk_waitq_unlock(b);  /* nobody left to grant: @rw may be gone */
-			return;
-		}
-	}
-}
+static const struct plk_unpark_ops grant_unpark = {
+	.begin = grant_begin,
+	.filter = grant_filter,
+	.unparked = grant_unparked,
+	.finish = grant_finish,
+};
 
 /* --- waiting ---------------------------------------------------------- */
 
@@ -655,7 +667,7 @@ static uint32_t lone_reader_named(const proxylock_rwlock_t *rw)
  * first whether that reader still exists (plk_thread_exited_hint, as a
  * mutex waiter asks of its owner: before the bucket, no syscall under
  * it): a writer about to queue, and again at each of its rescans while
- * queued (rw_park: every PLK_RW_RESCAN_NS, under every kind while a
+ * queued (wait_slice_over: every PLK_RW_RESCAN_NS, under every kind while a
  * lone reader is named), a reader about to take the bucket, a waiter
  * timing out.  Exited, the TID is marked dead in @rw under the bucket
  * (if still named; plk_rw_dead_reader), so that no lend update lends to
@@ -685,42 +697,6 @@ static void dead_reader_check(proxylock_rwlock_t *rw)
 		plk_donate_withdraw_tid(tid, rw);
 		plk_chain_flush();
 	}
-}
-
-/*
- * Our wait on @rw ended without a grant (deadline): leave, under the
- * bucket.  Returns 0 if we were granted meanwhile, RW_RETRY if we (a
- * writer) were woken meanwhile, else ETIMEDOUT.  Woken, we are off the
- * queue and owe its next waiter the lock's next release (RW8, as a
- * mutex's M5): wrlock_slow takes L if it is free, else queues again,
- * and its wait, past the deadline, comes back here queued.  Our leaving
- * may make others grantable (a writer that blocked readers behind it),
- * and changes what the queue lends (or, emptying it, withdraws every
- * holder's entry; PLK_RW_WAITERS stays: RW2).
- */
-static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_hold *h)
-{
-	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
-	struct plk_bucket *b;
-	uint32_t st;
-
-	/* Our lend update below may name a lone reader: ask again, unless
-	 * our queueing asked less than a rescan period ago. */
-	if (now_ns - me->enq_ns >= PLK_RW_RESCAN_NS)
-		dead_reader_check(rw);
-	plk_chain_rw_prepare(rw);
-	b = plk_waitq_lock(rw);
-	st = __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
-	if (st != PLK_PARK_WAITING) {
-		plk_waitq_unlock(b);
-		return st == PLK_PARK_HANDED ? 0 : RW_RETRY;
-	}
-	plk_waitq_dequeue(me);
-	if (h)
-		rd_hold_abandon(h);  /* the pending slot: never a reader's */
-	plk_chain_rw_update(b, rw);
-	grant_and_unlock(b, rw, now_ns);
-	return ETIMEDOUT;
 }
 
 /*
@@ -778,78 +754,75 @@ static uint64_t ns_until(clockid_t clock, const struct timespec *abstime)
 	return d > 0 ? (uint64_t)d : 0;
 }
 
-/*
- * A writer's wait that rescans (rw_park): sleep in slices on
- * CLOCK_MONOTONIC (a wall clock set back does not hold the rescans off),
- * each to the next rescan or, sooner, the caller's deadline; the next
- * rescan's time survives early returns (signals, stale wakes), so none
- * starves it.  Returns the park word seen, *@timedout once @abstime has
- * passed on @clock.
- */
-static uint32_t rw_park_rescanning(proxylock_rwlock_t *rw, struct plk_thread *me,
-                                   clockid_t clock, const struct timespec *abstime,
-                                   bool *timedout)
+/* rw_timedout's leave: what its hooks share (ctx). */
+struct rw_leave {
+	proxylock_rwlock_t *rw;
+	struct rd_hold *h;       /* a reader's pending hold; NULL: a writer */
+	struct grant g;          /* the grant our leaving may allow */
+	struct plk_unparked u;   /* ... its first batch, woken after the drop */
+};
+
+static void leave_prepare(struct plk_park *p, void *ctx)
 {
-	uint64_t next = plk_now_ns() + PLK_RW_RESCAN_NS;
-
-	for (;;) {
-		uint64_t now = plk_now_ns(), due = next;
-		struct timespec until;
-		bool slice_over = false;
-		uint32_t st;
-
-		if (abstime) {
-			uint64_t left = ns_until(clock, abstime);
-
-			if (left == 0) {
-				*timedout = true;
-				return __atomic_load_n(&me->park, __ATOMIC_ACQUIRE);
-			}
-			if (now + left < due)
-				due = now + left;
-		}
-		until = mono_ts(due);
-		st = plk_waitq_park(me, CLOCK_MONOTONIC, &until, &slice_over);
-		if (st != PLK_PARK_WAITING)
-			return st;
-		if (plk_now_ns() >= next) {
-			rw_rescan(rw, me);
-			next = plk_now_ns() + PLK_RW_RESCAN_NS;
-		}
-	}
+	(void)p;
+	plk_chain_rw_prepare(((struct rw_leave *)ctx)->rw);
 }
 
 /*
- * Queued on @rw (bucket dropped): sleep until granted or @abstime.  A
- * writer (@h NULL) whose queue lends sleeps in slices to rw_rescan every
- * PLK_RW_RESCAN_NS where readers may join past it (not
- * PREFER_WRITER_NONRECURSIVE), or where a lone reader is named when it
- * parks (under PREFER_WRITER_NONRECURSIVE the only time one can be: no
- * reader joins past it, and a grant makes counted readers), to ask
- * whether that reader still exists.  Returns 0 (granted), ETIMEDOUT, or
- * RW_RETRY (a writer woken to compete: grant, RW8).
+ * Under the bucket, in the parking lot's leave: if we were still queued
+ * (now off), our pending slot goes, the queue lends anew, and whom our
+ * leaving lets have @rw is granted in this same hold (RW3: a writer
+ * that blocked readers behind it).  Returns 0 if we were granted
+ * meanwhile, RW_RETRY if we (a writer) were woken meanwhile, else
+ * ETIMEDOUT.
  */
-static int rw_park(proxylock_rwlock_t *rw, struct plk_thread *me, clockid_t clock,
-                   const struct timespec *abstime, struct rd_hold *h)
+static int leave_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, bool queued,
+                      void *ctx)
 {
-	bool rescan = !h && plk_chain_rw_kinds(rw) &&
-	              (plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE ||
-	               lone_reader_named(rw) != 0);
-	bool timedout = false;
-	uint32_t st;
+	struct rw_leave *lv = ctx;
 
-	plk_stat_inc(sleeps);
-	if (rescan)
-		st = rw_park_rescanning(rw, me, clock, abstime, &timedout);
-	else
-		do
-			st = plk_waitq_park(me, clock, abstime, &timedout);
-		while (st == PLK_PARK_WAITING && !timedout);
-	if (st == PLK_PARK_HANDED)
-		return 0;
-	if (st == PLK_PARK_WOKEN)
-		return RW_RETRY;  /* a writer woken to compete (grant, RW8) */
-	return rw_timedout(rw, me, h);
+	if (!queued)
+		return st == PLK_PARK_HANDED ? 0 : RW_RETRY;
+	if (lv->h)
+		rd_hold_abandon(lv->h);  /* the pending slot: never a reader's */
+	plk_chain_rw_update(b, lv->rw);
+	plk_unpark_held(b, p->key, PLK_UNPARK_BATCH, &grant_unpark, &lv->g, &lv->u);
+	return ETIMEDOUT;
+}
+
+static const struct plk_park_ops rw_leave_ops = {
+	.prepare = leave_prepare,
+	.left = leave_left,
+};
+
+/*
+ * Our wait on @rw ended without a grant (deadline): leave
+ * (leave_left).  Woken, we are off the queue and owe its next waiter
+ * the lock's next release (RW8, as a mutex's M5): wrlock_slow takes L if
+ * it is free, else queues again, and its wait, past the deadline, comes
+ * back here queued.  Our leaving changes what the queue lends (or,
+ * emptying it, withdraws every holder's entry; PLK_RW_WAITERS stays:
+ * RW2).  The grant it allows goes on, after the drop, batch by batch
+ * while they fill up, as an unlock's.
+ */
+static int rw_timedout(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_hold *h)
+{
+	struct rw_leave lv = {
+		.rw = rw, .h = h,
+		.g = { .rw = rw, .now_ns = plk_now_ns() },  /* before the bucket: no syscall under it */
+	};
+	struct plk_park p = { .key = plk_rw_key(rw), .me = me };
+	int err;
+
+	/* Our lend update may name a lone reader: ask again, unless our
+	 * queueing asked less than a rescan period ago. */
+	if (lv.g.now_ns - me->enq_ns >= PLK_RW_RESCAN_NS)
+		dead_reader_check(rw);
+	err = plk_park_leave(&p, &rw_leave_ops, &lv);
+	plk_unpark_wake(&lv.u);
+	if (lv.u.n == PLK_UNPARK_BATCH)
+		plk_unpark_all(p.key, &grant_unpark, &lv.g);
+	return err;
 }
 
 /*
@@ -945,9 +918,6 @@ static int rw_refused(proxylock_rwlock_t *rw, uint32_t w, bool write, bool try)
 /* rw_waiter's answer: no record, or the caller is queued already (a
  * handler's lock inside its thread's wait): wait by yielding. */
 #define RW_YIELD (-2)
-/* rd_join_bucket's and wr_take_free's answer: the word moved under the
- * bucket; take the bucket again. */
-#define RW_AGAIN (-3)
 
 /*
  * A lock call that will wait (not a try), before its bucket: count the
@@ -982,23 +952,118 @@ static bool waiters_mark(proxylock_rwlock_t *rw, uint32_t w)
 }
 
 /*
- * Queue @me on @rw in locked @b, PLK_RW_WAITERS set (a writer: @writer,
- * @slot NULL; a reader: @slot its reserved slot, or NULL), queued since
- * @now_ns unless @again (a writer woken to compete, RW8: back at the
- * head, its enq_ns kept); the queue lends anew; drop the bucket and
- * flush the lends.
+ * One wait on @rw, reader's or writer's: what the park hooks share
+ * (ctx).  The phases: "join" (the validate hooks, rd_validate and
+ * wr_validate: join or take @rw under the bucket, else set
+ * PLK_RW_WAITERS and ask to be queued), "queue" (wait_queued: the lend),
+ * "park" (wait_before_sleep, and for a writer whose queue may need it,
+ * the rescanning slices: wait_sleep_until, wait_slice_over).
  */
-static void rw_enqueue(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *me,
-                       bool writer, uintptr_t *slot, uint64_t now_ns, bool again)
+struct rw_wait {
+	proxylock_rwlock_t *rw;
+	struct rd_hold *h;  /* a reader's hold; NULL: a writer */
+	uint32_t self;      /* our TID, read before any bucket */
+	bool try;           /* EBUSY instead of queueing */
+	bool woken;         /* a writer woken to compete: back at the head, enq_ns kept (RW8) */
+	bool rescan;        /* sleep in slices to rw_rescan (wait_before_sleep) */
+	uint64_t now_ns;    /* read before the bucket (vDSO fallback: a syscall) */
+	uint64_t next;      /* when the next rescan is due */
+};
+
+/* Phase "join", with no lock held, before each bucket hold: the queue's
+ * lend may change under it, so a record for every holder first. */
+static void wait_prepare(struct plk_park *p, void *ctx)
 {
-	me->rw_writer = writer;
-	me->rw_grant_slot = slot;
-	if (!again)
-		me->enq_ns = now_ns;
-	plk_waitq_enqueue(b, me, plk_rw_key(rw), again);
-	plk_chain_rw_update(b, rw);
-	plk_waitq_unlock(b);
-	plk_chain_flush();
+	(void)p;
+	plk_chain_rw_prepare(((struct rw_wait *)ctx)->rw);
+}
+
+/* Phase "queue", under the bucket, just queued: the queue lends to us
+ * too, and we to every holder. */
+static int wait_queued(struct plk_bucket *b, struct plk_park *p, void *ctx)
+{
+	(void)p;
+	plk_chain_rw_update(b, ((struct rw_wait *)ctx)->rw);
+	return PLK_PARK_SLEEP;
+}
+
+/*
+ * Phase "park", with no lock held, queued and flushed.  A writer whose
+ * queue lends sleeps in slices to rw_rescan every PLK_RW_RESCAN_NS where
+ * readers may join past it (not PREFER_WRITER_NONRECURSIVE), or where a
+ * lone reader is named when it parks (under PREFER_WRITER_NONRECURSIVE
+ * the only time one can be: no reader joins past it, and a grant makes
+ * counted readers), to ask whether that reader still exists.
+ */
+static int wait_before_sleep(struct plk_park *p, void *ctx)
+{
+	struct rw_wait *wt = ctx;
+	proxylock_rwlock_t *rw = wt->rw;
+
+	(void)p;
+	wt->rescan = !wt->h && plk_chain_rw_kinds(rw) &&
+	             (plk_rw_kind(rw) != PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE ||
+	              lone_reader_named(rw) != 0);
+	plk_stat_inc(sleeps);
+	if (wt->rescan)
+		wt->next = plk_now_ns() + PLK_RW_RESCAN_NS;
+	return PLK_PARK_SLEEP;
+}
+
+/*
+ * Phase "park": a rescanning writer's slices are on CLOCK_MONOTONIC (a
+ * wall clock set back does not hold the rescans off), each to the next
+ * rescan or, sooner, the caller's deadline; the next rescan's time
+ * survives early returns (signals, stale wakes), so none starves it.
+ * Once the deadline has passed, the last slice is the deadline itself.
+ */
+static const struct timespec *wait_sleep_until(struct plk_park *p, void *ctx, clockid_t *clock,
+                                               struct timespec *slice)
+{
+	struct rw_wait *wt = ctx;
+	uint64_t now, due = wt->next;
+
+	if (!wt->rescan)
+		return p->abstime;
+	now = plk_now_ns();
+	if (p->abstime) {
+		uint64_t left = ns_until(p->clock, p->abstime);
+
+		if (left == 0)
+			return p->abstime;
+		if (now + left < due)
+			due = now + left;
+	}
+	*clock = CLOCK_MONOTONIC;
+	*slice = mono_ts(due);
+	return slice;
+}
+
+/* Phase "park": a slice ended; rescan once one is due (rw_rescan). */
+static int wait_slice_over(struct plk_park *p, void *ctx)
+{
+	struct rw_wait *wt = ctx;
+
+	if (plk_now_ns() >= wt->next) {
+		rw_rescan(wt->rw, p->me);
+		wt->next = plk_now_ns() + PLK_RW_RESCAN_NS;
+	}
+	return PLK_PARK_SLEEP;
+}
+
+/*
+ * What a park that slept ended with (@st, plk_park's): 0 (handed),
+ * RW_RETRY (a writer woken to compete: grant, RW8), or, the deadline
+ * passed, rw_timedout's answer.
+ */
+static int wait_parked(proxylock_rwlock_t *rw, struct plk_thread *me, struct rd_hold *h,
+                       uint32_t st)
+{
+	if (st == PLK_PARK_HANDED)
+		return 0;
+	if (st == PLK_PARK_WOKEN)
+		return RW_RETRY;
+	return rw_timedout(rw, me, h);
 }
 
 /* --- read lock -------------------------------------------------------- */
@@ -1009,7 +1074,7 @@ static void rw_enqueue(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_
  * unless the kind is PREFER_WRITER_NONRECURSIVE (only there may a queued
  * writer hold a new reader back): a writer waits for the count to drain,
  * as glibc's does, and the new reader is named by its next scan (the
- * writer's rescan in rw_park), not at its join (RW5).  Never into a free
+ * writer's rescan, rw_rescan), not at its join (RW5).  Never into a free
  * lock with the bit set: its releaser is granting it under the bucket,
  * maybe to a writer (RW7).  Returns true having joined (the caller
  * records the hold), false with no publication kept (RW6).
@@ -1077,23 +1142,20 @@ static bool rd_spin(proxylock_rwlock_t *rw, struct rd_hold *h)
 }
 
 /*
- * rdlock_slow's join under the bucket (@b locked, @rw's word @w one a
- * reader may join: reader_may_join); drops the bucket.  @self: our TID,
- * read before the bucket.  Returns 0 (the hold taken and recorded),
- * EAGAIN (the count full) or RW_AGAIN.
+ * Phase "join", a reader's, under the bucket (@rw's word @w one a reader
+ * may join: reader_may_join).  Returns 0 (joined: the caller records the
+ * hold once the bucket is dropped), EAGAIN (the count full) or
+ * PLK_PARK_AGAIN (the word moved).
  */
-static int rd_join_bucket(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w,
+static int rd_join_locked(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w,
                           struct rd_hold *h, uint32_t self)
 {
-	if (plk_rw_readers(w) == PLK_RW_READERS_MAX) {
-		plk_waitq_unlock(b);
-		return rd_fail(rw, h, EAGAIN);
-	}
+	if (plk_rw_readers(w) == PLK_RW_READERS_MAX)
+		return EAGAIN;
 	rd_hold_publish(rw, h, 0);
 	if (!join_locked(rw, w, 1)) {
 		rd_hold_retract(h);
-		plk_waitq_unlock(b);
-		return RW_AGAIN;
+		return PLK_PARK_AGAIN;
 	}
 	if (w & PLK_RW_WAITERS) {
 		plk_chain_rw_update(b, rw);  /* the queue lends to us too */
@@ -1103,36 +1165,57 @@ static int rd_join_bucket(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t
 		plk_donate_withdraw_tid((pid_t)self, rw);
 		h->retracted = false;
 	}
-	plk_waitq_unlock(b);
-	plk_chain_flush();
-	rd_hold_done(h);
 	return 0;
 }
 
 /*
- * rdlock_slow's queueing (@b locked, PLK_RW_WAITERS set): our slot
- * pending, queue @me as a reader, drop the bucket.
+ * Phase "join", a reader's, under the bucket: join if a reader may
+ * (rd_join_locked), else (not a try) set PLK_RW_WAITERS and be queued,
+ * our slot pending.  Answers 0 (joined), EINVAL, EAGAIN or EBUSY; the
+ * caller finishes them with no lock held (rd_hold_done, rd_fail).
  */
-static void rd_queue(struct plk_bucket *b, proxylock_rwlock_t *rw, struct plk_thread *me,
-                     struct rd_hold *h, uint32_t self, uint64_t now_ns)
+static int rd_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 {
+	struct rw_wait *wt = ctx;
+	proxylock_rwlock_t *rw = wt->rw;
+	struct rd_hold *h = wt->h;
+	uint32_t w = plk_rw_word(rw);
+
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if (reader_may_join(b, rw, w))
+		return rd_join_locked(b, rw, w, h, wt->self);
+	if (wt->try)
+		return EBUSY;
+	if (!waiters_mark(rw, w))
+		return PLK_PARK_AGAIN;
 	rd_hold_publish(rw, h, PLK_RD_PENDING);
 	/* A lend a scan gave our retracted publication goes now, under the
 	 * bucket, before we queue: after it, a grant may lend to us for
-	 * real (RW5), and that lend must stay.  Applied at the flush
-	 * (rw_enqueue). */
+	 * real (RW5), and that lend must stay.  Applied at the flush. */
 	if (h->retracted) {
-		plk_donate_withdraw_tid((pid_t)self, rw);
+		plk_donate_withdraw_tid((pid_t)wt->self, rw);
 		h->retracted = false;
 	}
-	rw_enqueue(b, rw, me, false, h->slot >= 0 && !h->recursive ? &h->s->lock[h->slot] : NULL,
-	           now_ns, false);
+	p->me->rw_writer = false;
+	p->me->rw_grant_slot = h->slot >= 0 && !h->recursive ? &h->s->lock[h->slot] : NULL;
+	p->me->enq_ns = wt->now_ns;
+	return PLK_PARK_SLEEP;
 }
 
+static const struct plk_park_ops rd_park = {
+	.prepare = wait_prepare,
+	.validate = rd_validate,
+	.queued = wait_queued,
+	.before_sleep = wait_before_sleep,
+	.sleep_until = wait_sleep_until,
+	.slice_over = wait_slice_over,
+};
+
 /*
- * rdlock_slow in the bucket, after its spin: join if a reader may
- * (rd_join_bucket), else (not a try) queue and park.  @me: our record
- * (NULL for a try).
+ * rdlock_slow after its spin: park (rd_park: join, or queue and sleep)
+ * until joined or granted, or why not.  @me: our record (NULL for a
+ * try, which never queues).
  */
 static int rd_join_or_queue(proxylock_rwlock_t *rw, struct rd_hold *h, struct plk_thread *me,
                             uint32_t self, bool try, clockid_t clock,
@@ -1140,47 +1223,32 @@ static int rd_join_or_queue(proxylock_rwlock_t *rw, struct rd_hold *h, struct pl
 {
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback).  So is the lone reader's check: our join or queueing
-	 * below updates the queue's lend, which may name it. */
-	uint64_t now_ns = try ? 0 : plk_now_ns();
-	struct plk_bucket *b;
-	uint32_t w;
+	 * updates the queue's lend, which may name it. */
+	struct rw_wait wt = { .rw = rw, .h = h, .self = self, .try = try,
+	                      .now_ns = try ? 0 : plk_now_ns() };
+	struct plk_park p = { .key = plk_rw_key(rw), .me = me, .clock = clock, .abstime = abstime };
+	uint32_t st;
 	int err;
 
 	if (!try)
 		dead_reader_check(rw);
-	for (;;) {
-		plk_chain_rw_prepare(rw);
-		b = plk_waitq_lock(rw);
-		w = plk_rw_word(rw);
-		if (rw_unusable(rw, w)) {
-			plk_waitq_unlock(b);
-			return rd_fail(rw, h, EINVAL);
-		}
-		if (reader_may_join(b, rw, w)) {
-			if ((err = rd_join_bucket(b, rw, w, h, self)) == RW_AGAIN)
-				continue;
-			return err;
-		}
-		if (try) {
-			plk_waitq_unlock(b);
-			return rd_fail(rw, h, EBUSY);
-		}
-		if (!waiters_mark(rw, w)) {
-			plk_waitq_unlock(b);
-			continue;
-		}
-		rd_queue(b, rw, me, h, self, now_ns);
-		if ((err = rw_park(rw, me, clock, abstime, h)) == 0)
-			rd_hold_done(h);
-		return err;
+	st = plk_park(&p, &rd_park, &wt);
+	if (st == PLK_PARK_ANSWERED) {
+		if (p.answer != 0)
+			return rd_fail(rw, h, p.answer);
+		rd_hold_done(h);
+		return 0;
 	}
+	if ((err = wait_parked(rw, me, h, st)) == 0)
+		rd_hold_done(h);
+	return err;
 }
 
 /*
  * Take a read hold of @rw after a failed fast path.  @try: EBUSY
  * instead of waiting.  Clock and deadline as for mutexes.  Its phases:
  * the checks, a solo join, the spin (rd_spin), the waiter's record
- * (rw_waiter), then the join or the queue and the park in the bucket
+ * (rw_waiter), then the park: join, or queue and sleep
  * (rd_join_or_queue).
  */
 static __attribute__((noinline)) int rdlock_slow(proxylock_rwlock_t *rw, bool try,
@@ -1259,83 +1327,88 @@ static bool wr_spin(proxylock_rwlock_t *rw, uint32_t self)
 }
 
 /*
- * wrlock_slow's take of a free @rw, word @w (only PLK_RW_WAITERS maybe
- * set), @b locked; drops the bucket.  Returns 0 (taken) or RW_AGAIN.
- * With PLK_RW_WAITERS set L is free only while a writer woken to
- * compete is on its way back (RW8: we may be it, or barge past it);
- * else the bit is clear and nobody is queued (RW2, RW3).  The bit stays
- * while anyone is queued; dropping it (they all left meanwhile)
- * withdraws from every publisher, as every clear does (RW6).
+ * Phase "join", a writer's, under the bucket: take @rw if it is free,
+ * else (not a try) set PLK_RW_WAITERS and be queued, at the head of our
+ * rank if woken (RW8).  Free with PLK_RW_WAITERS set only while a
+ * writer woken to compete is on its way back (RW8: we may be it, or
+ * barge past it); else the bit is clear and nobody is queued (RW2,
+ * RW3).  The bit stays while anyone is queued; dropping it (they all
+ * left meanwhile) withdraws from every publisher, as every clear does
+ * (RW6).  Answers 0 (taken), EINVAL or EBUSY.
  */
-static int wr_take_free(struct plk_bucket *b, proxylock_rwlock_t *rw, uint32_t w, uint32_t self)
+static int wr_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 {
-	bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+	struct rw_wait *wt = ctx;
+	proxylock_rwlock_t *rw = wt->rw;
+	uint32_t w = plk_rw_word(rw);
 
-	if (!plk_rw_cas(rw, w, PLK_RW_WRITER | self | (more ? PLK_RW_WAITERS : 0))) {
-		plk_waitq_unlock(b);
-		return RW_AGAIN;
+	if (rw_unusable(rw, w))
+		return EINVAL;
+	if ((w & ~PLK_RW_WAITERS) == 0) {
+		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
+
+		if (!plk_rw_cas(rw, w, PLK_RW_WRITER | wt->self | (more ? PLK_RW_WAITERS : 0)))
+			return PLK_PARK_AGAIN;
+		if (!more && (w & PLK_RW_WAITERS))
+			withdraw_publishers(rw);
+		if (more)
+			plk_chain_rw_update(b, rw);
+		return 0;
 	}
-	if (!more && (w & PLK_RW_WAITERS))
-		withdraw_publishers(rw);
-	if (more)
-		plk_chain_rw_update(b, rw);
-	plk_waitq_unlock(b);
-	plk_chain_flush();
-	return 0;
+	if (wt->try)
+		return EBUSY;
+	if (!waiters_mark(rw, w))
+		return PLK_PARK_AGAIN;
+	p->me->rw_writer = true;
+	p->me->rw_grant_slot = NULL;
+	if (!wt->woken)
+		p->me->enq_ns = wt->now_ns;
+	p->at_head = wt->woken;
+	return PLK_PARK_SLEEP;
 }
 
+static const struct plk_park_ops wr_park = {
+	.prepare = wait_prepare,
+	.validate = wr_validate,
+	.queued = wait_queued,
+	.before_sleep = wait_before_sleep,
+	.sleep_until = wait_sleep_until,
+	.slice_over = wait_slice_over,
+};
+
 /*
- * wrlock_slow in the bucket, after its spin: take a free lock
- * (wr_take_free), else (not a try) queue and park; woken to compete
- * (RW8), come back and take it or queue again at the head.  @me: our
- * record (NULL for a try).
+ * wrlock_slow after its spin: park (wr_park: take, or queue and sleep)
+ * until @rw is ours, or why not; woken to compete (RW8), park again, at
+ * the head.  @me: our record (NULL for a try, which never queues).
  */
 static int wr_take_or_queue(proxylock_rwlock_t *rw, struct plk_thread *me, uint32_t self,
                             bool try, clockid_t clock, const struct timespec *abstime)
 {
 	/* The clock is read before the bucket: no syscall under it (vDSO
 	 * fallback). */
-	uint64_t now_ns = try ? 0 : plk_now_ns();
-	struct plk_bucket *b;
-	bool woken = false;
-	uint32_t w;
+	struct rw_wait wt = { .rw = rw, .self = self, .try = try,
+	                      .now_ns = try ? 0 : plk_now_ns() };
+	struct plk_park p = { .key = plk_rw_key(rw), .me = me, .clock = clock, .abstime = abstime };
+	uint32_t st;
 	int err;
 
 	if (!try)
 		dead_reader_check(rw);
 	for (;;) {
-		plk_chain_rw_prepare(rw);
-		b = plk_waitq_lock(rw);
-		w = plk_rw_word(rw);
-		if (rw_unusable(rw, w)) {
-			plk_waitq_unlock(b);
-			return EINVAL;
-		}
-		if ((w & ~PLK_RW_WAITERS) == 0) {
-			if ((err = wr_take_free(b, rw, w, self)) == RW_AGAIN)
-				continue;
+		st = plk_park(&p, &wr_park, &wt);
+		if (st == PLK_PARK_ANSWERED)
+			return p.answer;
+		if ((err = wait_parked(rw, me, NULL, st)) != RW_RETRY)
 			return err;
-		}
-		if (try) {
-			plk_waitq_unlock(b);
-			return EBUSY;
-		}
-		if (!waiters_mark(rw, w)) {
-			plk_waitq_unlock(b);
-			continue;
-		}
-		rw_enqueue(b, rw, me, true, NULL, now_ns, woken);
-		if ((err = rw_park(rw, me, clock, abstime, NULL)) != RW_RETRY)
-			return err;
-		woken = true;  /* RW8: back at the head, enq_ns kept */
+		wt.woken = true;  /* RW8: back at the head, enq_ns kept */
 	}
 }
 
 /*
  * Take a write hold of @rw after a failed fast path (@try, clock and
  * deadline as rdlock_slow's).  Its phases: the checks, the spin
- * (wr_spin), the waiter's record (rw_waiter), then the take or the
- * queue and the park in the bucket (wr_take_or_queue).
+ * (wr_spin), the waiter's record (rw_waiter), then the park: take, or
+ * queue and sleep (wr_take_or_queue).
  */
 static __attribute__((noinline)) int wrlock_slow(proxylock_rwlock_t *rw, bool try,
                                                   clockid_t clock,
@@ -1377,48 +1450,40 @@ static uint32_t converted_tid(const proxylock_rwlock_t *rw)
 	return converted_by(w, solo, plk_tid()) ? solo & PLK_RW_COUNT : 0;
 }
 
-/*
- * Release a hold of @rw (@how, @seen: enum rel) through its bucket:
- * PLK_RW_WAITERS set or seen set, a converted hold, or a slot that must
- * withdraw.  Under the bucket a write or solo hold takes the word to
- * free, a counted one the count down; if that freed the lock, grant it
- * (or, nobody queued, clear PLK_RW_WAITERS: RW2).  Then, with no lock
- * held, withdraw what we were lent (RW6).  Returns false, having changed
- * nothing, for REL_CONVERTED if __solo under the bucket does not name us
- * (what we saw was a join's store, taken back: converted_by).
- */
-static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum rel how,
-                                                  uint32_t seen)
-{
-	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
-	/* A slot's hold while our converted one stays: the lend is that
-	 * holder's and stays (rd_fail).  Whether __solo names us is asked
-	 * under the bucket, by the TID found now. */
-	uint32_t mine = how == REL_COUNTED ? converted_tid(rw) : 0;
-	struct plk_bucket *b;
-	uint32_t w, left;
-	bool still;
+/* unlock_slow's release, made under the bucket in its grant's first
+ * hold (grant_begin). */
+struct release {
+	enum rel how;
+	uint32_t seen;   /* as unlock_slow's */
+	uint32_t mine;   /* converted_tid before the bucket, for a counted hold */
+	bool released;   /* false: REL_CONVERTED, and __solo does not name us */
+	bool still;      /* our converted hold stays: so does our lend */
+};
 
-	/* A converted hold with the bit clear: nothing lends now (a writer
-	 * that queues meanwhile made its own prepare, and the process's
-	 * probe), so the first such unlock in a process makes no syscall. */
-	if (how != REL_CONVERTED || (plk_rw_word(rw) & PLK_RW_WAITERS))
-		plk_chain_rw_prepare(rw);
-	b = plk_waitq_lock(rw);
-	w = plk_rw_word(rw);
-	if (how == REL_CONVERTED &&
-	    (plk_rw_solo_field(rw) != seen || (w & (PLK_RW_WRITER | PLK_RW_SOLO)))) {
-		plk_waitq_unlock(b);
+/*
+ * Under @rw's bucket: release @rel's hold.  A write or solo hold takes
+ * the word to free, a counted one the count down; if that freed the
+ * lock with nobody queued, clear PLK_RW_WAITERS (RW2).  Returns true if
+ * there may be someone to grant (grant() next).  Changes nothing, and
+ * leaves @rel->released false, for REL_CONVERTED if __solo does not name
+ * us (what we saw was a join's store, taken back: converted_by).
+ */
+static bool release_locked(struct plk_bucket *b, proxylock_rwlock_t *rw, struct release *rel)
+{
+	uint32_t w = plk_rw_word(rw), left;
+
+	if (rel->how == REL_CONVERTED &&
+	    (plk_rw_solo_field(rw) != rel->seen || (w & (PLK_RW_WRITER | PLK_RW_SOLO))))
 		return false;
-	}
+	rel->released = true;
 	/* A solo word changes, the bit aside, only by a bucket join, which
 	 * converts it (RW7, RW9): our hold is the converted one now. */
-	if (how == REL_SOLO && (w & ~PLK_RW_WAITERS) != seen)
-		how = REL_CONVERTED;
-	if (how == REL_CONVERTED)  /* __solo stops naming us before the decrement (RW9) */
+	if (rel->how == REL_SOLO && (w & ~PLK_RW_WAITERS) != rel->seen)
+		rel->how = REL_CONVERTED;
+	if (rel->how == REL_CONVERTED)  /* __solo stops naming us before the decrement (RW9) */
 		__atomic_and_fetch(&rw->__solo, PLK_RW_SHARED, __ATOMIC_RELAXED);
-	still = mine && (plk_rw_solo_field(rw) & PLK_RW_COUNT) == mine;
-	if (how == REL_WRITER || how == REL_SOLO) {
+	rel->still = rel->mine && (plk_rw_solo_field(rw) & PLK_RW_COUNT) == rel->mine;
+	if (rel->how == REL_WRITER || rel->how == REL_SOLO) {
 		word_update(rw, w, w & PLK_RW_WAITERS);
 		left = w & PLK_RW_WAITERS;
 	} else {
@@ -1429,18 +1494,46 @@ static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum r
 	 * only a bucket holder sets it), nothing is to grant or clear, and
 	 * from that CAS on the other holders may leave by the fast paths and
 	 * the last destroy and free @rw: no read of it any more. */
-	if (!(left & PLK_RW_WAITERS)) {
-		plk_waitq_unlock(b);
-	} else if (left == PLK_RW_WAITERS && !plk_waitq_first(b, plk_rw_key(rw))) {
+	if (!(left & PLK_RW_WAITERS))
+		return false;
+	if (left == PLK_RW_WAITERS && !plk_waitq_first(b, plk_rw_key(rw))) {
 		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
 		withdraw_publishers(rw);
-		/* From the clear on, as above: nothing to grant, no read. */
-		plk_waitq_unlock(b);
-		plk_chain_flush();
-	} else {
-		grant_and_unlock(b, rw, now_ns);
+		return false;  /* from the clear on, as above: no read */
 	}
-	if (!still)
+	return true;
+}
+
+/*
+ * Release a hold of @rw (@how, @seen: enum rel) through its bucket:
+ * PLK_RW_WAITERS set or seen set, a converted hold, or a slot that must
+ * withdraw.  The release (release_locked) and the grant it allows are
+ * one unpark (grant_unpark), batch after batch while they fill up (RW3).
+ * Then, with no lock held, withdraw what we were lent (RW6).  Returns
+ * false, having changed nothing, if release_locked found __solo not
+ * naming us.
+ */
+static __attribute__((noinline)) bool unlock_slow(proxylock_rwlock_t *rw, enum rel how,
+                                                  uint32_t seen)
+{
+	uint64_t now_ns = plk_now_ns();  /* before the bucket: no syscall under it */
+	/* A slot's hold while our converted one stays: the lend is that
+	 * holder's and stays (rd_fail).  Whether __solo names us is asked
+	 * under the bucket, by the TID found now. */
+	struct release rel = {
+		.how = how, .seen = seen, .mine = how == REL_COUNTED ? converted_tid(rw) : 0,
+	};
+	struct grant g = { .rw = rw, .now_ns = now_ns, .rel = &rel };
+
+	/* A converted hold with the bit clear: nothing lends now (a writer
+	 * that queues meanwhile made its own prepare, and the process's
+	 * probe), so the first such unlock in a process makes no syscall. */
+	if (how != REL_CONVERTED || (plk_rw_word(rw) & PLK_RW_WAITERS))
+		plk_chain_rw_prepare(rw);
+	plk_unpark_all(plk_rw_key(rw), &grant_unpark, &g);
+	if (!rel.released)
+		return false;
+	if (!rel.still)
 		rd_not_reader(rw);  /* not a holder any more, of any kind */
 	return true;
 }
