@@ -16,6 +16,9 @@
  *
  * Hooks called "under the bucket" hold an internal lock: no syscall, no
  * allocation, no cancellation point, no other bucket (I5', donate.c).
+ * An unpark's or a requeue's hooks queue and dequeue nobody themselves
+ * (the parking lot is walking the queue); a park's may (a leaving
+ * waiter's left hook may grant the lock to others, for one).
  * Hooks "with no lock held" may do all of these.
  */
 #ifndef PLK_PARK_H
