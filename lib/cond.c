@@ -20,6 +20,10 @@
  *                          glibc's pshared bit 0 is never set here, so
  *                          the interposer tells a glibc condvar by it
  *
+ * Every wait and wake here is a client of the parking lot (park.h): a
+ * wait is plk_park, signal and broadcast plk_unpark_one/all, the move
+ * onto a mutex plk_requeue, leaving plk_park_leave.
+ *
  * Wait: under the condvar's bucket lock, count and queue ourselves and
  * note the mutex; then release the mutex and park.  Queued before the
  * release, we are found by every signal issued after it, and so after
@@ -86,6 +90,7 @@
 #include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
+#include "park.h"
 #include "registry.h"
 #include "robust.h"
 #include "tsan.h"
@@ -94,7 +99,6 @@
 #include "wakers.h"
 
 #define MUTEX_IS_GLIBC 1u  /* bit 0 of __mutex */
-#define WAKE_BATCH 32      /* waiters woken per bucket-lock hold */
 #define PLK_PARK_OWNERDEAD 3  /* cond_sleep's own: m taken from a dead owner */
 
 static void *cond_key(proxylock_cond_t *c)
@@ -271,56 +275,93 @@ static int mutex_retake(void *m, const struct plk_mutex_ops *ops, struct plk_thr
 	return err;
 }
 
+/* Before @p->key's bucket: what our change of its queue lends needs. */
+static void wakers_prepare(struct plk_park *p, void *ctx)
+{
+	(void)ctx;
+	(void)plk_wakers_prepare(p->key);
+}
+
+/* Under condvar @ctx's bucket, leaving: if we were still @queued, the
+ * count and our lend to its wakers go (K1).  Returns @queued. */
+static int leave_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, bool queued,
+                      void *ctx)
+{
+	proxylock_cond_t *c = ctx;
+
+	(void)st;
+	if (queued) {
+		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+		plk_wakers_update(b, p->key, 1);  /* our lend to its wakers goes (K1) */
+	}
+	return queued;
+}
+
+static const struct plk_park_ops cond_leave_ops = {
+	.prepare = wakers_prepare,
+	.left = leave_left,
+};
+
 /* Leave @c's queue, where we still are (a failed release, a deadline). */
 static bool cond_leave(proxylock_cond_t *c, struct plk_thread *me)
 {
-	struct plk_bucket *b;
+	struct plk_park p = { .key = cond_key(c), .me = me };
 	bool queued;
 
 	tsan_internal_begin(c);
-	(void)plk_wakers_prepare(cond_key(c));
-	b = plk_waitq_lock(cond_key(c));
-	queued = __atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == cond_key(c);
-	if (queued) {
-		plk_waitq_dequeue(me);
-		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
-		plk_wakers_update(b, cond_key(c), 1);  /* our lend to its wakers goes (K1) */
-	}
-	plk_waitq_unlock(b);
-	plk_chain_flush();
+	queued = plk_park_leave(&p, &cond_leave_ops, c);
 	tsan_internal_end(c);
 	return queued;
 }
 
-/*
- * Someone took us off @c's queue: sleep, without deadline, until what
- * they made of us lands (woken; or moved to the mutex, then woken or
- * handed it by an unlock).  Returns that park state.
- */
-static uint32_t park_until_taken(struct plk_thread *me)
-{
-	uint32_t st;
-	bool timedout;
-
-	while ((st = plk_waitq_park(me, CLOCK_REALTIME, NULL, &timedout)) == PLK_PARK_WAITING)
-		;
-	return st;
-}
-
 /* Our deadline passed.  Still queued on @c: leave, and report the
- * timeout (PLK_PARK_WAITING).  Otherwise a signal took us off first. */
+ * timeout (PLK_PARK_WAITING).  Otherwise a signal took us off first:
+ * sleep until what it made of us lands (woken; or moved to the mutex,
+ * then woken or handed it by an unlock). */
 static uint32_t cond_timedout(proxylock_cond_t *c, struct plk_thread *me)
 {
-	return cond_leave(c, me) ? PLK_PARK_WAITING : park_until_taken(me);
+	return cond_leave(c, me) ? PLK_PARK_WAITING : plk_park_until_unparked(me);
 }
 
-/* What a cancelled wait must undo (cond_wait_cancelled). */
+/* What a wait shares with its park hooks and its cancellation cleanup
+ * (cond_wait_cancelled). */
 struct cond_wait {
 	proxylock_cond_t *c;
 	void *m;
 	const struct plk_mutex_ops *ops;
 	struct plk_thread *me;
 	struct held held;
+	bool released;  /* the mutex was released for the sleep */
+};
+
+/* Under @c's bucket, a waiter of @c just taken off its queue: one fewer,
+ * told WOKEN (a signal or broadcast takes no lock for it). */
+static uint32_t cond_unparked(struct plk_bucket *b, struct plk_thread *t, void *ctx)
+{
+	proxylock_cond_t *c = ctx;
+
+	(void)b;
+	(void)t;
+	__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
+	return PLK_PARK_WOKEN;
+}
+
+static void cond_unpark_prepare(void *ctx)
+{
+	(void)plk_wakers_prepare(cond_key(ctx));
+}
+
+/* A waiter passed a signal on: the queue changed, not its wakers. */
+static void pass_on_finish(struct plk_bucket *b, int n, void *ctx)
+{
+	if (n)
+		plk_wakers_update(b, cond_key(ctx), 1);  /* not a waker: it passes one on */
+}
+
+static const struct plk_unpark_ops pass_on_unpark = {
+	.prepare = cond_unpark_prepare,
+	.unparked = cond_unparked,
+	.finish = pass_on_finish,
 };
 
 /*
@@ -334,21 +375,7 @@ struct cond_wait {
  */
 static void cond_pass_on(proxylock_cond_t *c)
 {
-	struct plk_bucket *b;
-	struct plk_thread *t;
-
-	(void)plk_wakers_prepare(cond_key(c));
-	b = plk_waitq_lock(cond_key(c));
-	if ((t = plk_waitq_first(b, cond_key(c)))) {
-		plk_waitq_dequeue(t);
-		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
-		plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-		plk_wakers_update(b, cond_key(c), 1);  /* not a waker: it passes one on */
-	}
-	plk_waitq_unlock(b);
-	if (t)
-		plk_waitq_unpark(t);
-	plk_chain_flush();
+	plk_unpark_one(cond_key(c), &pass_on_unpark, c);
 }
 
 /*
@@ -383,7 +410,7 @@ static void cond_wait_cancelled(void *arg)
 		st = plk_mutex_abandon_wait(w->m, w->me) ? PLK_PARK_HANDED : PLK_PARK_WAITING;
 		tsan_internal_end(w->c);
 	} else {
-		st = park_until_taken(w->me);  /* taken off by a signal or an unlock */
+		st = plk_park_until_unparked(w->me);  /* taken off by a signal or an unlock */
 	}
 	mutex_retake(w->m, w->ops, w->me, st, &w->held);
 	if (!w->ops)
@@ -504,13 +531,109 @@ static int cond_wait_unqueued(void *m, const struct plk_mutex_ops *ops)
 	return err;
 }
 
+/* Phase "queue", under @c's bucket: count ourselves in, note the mutex
+ * (the next signal moves us onto it), then queue (no lock word here to
+ * validate: a signal finds us queued once we release the mutex). */
+static int wait_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
+{
+	struct cond_wait *w = ctx;
+	uintptr_t tagged = (uintptr_t)w->m | (w->ops ? MUTEX_IS_GLIBC : 0);
+
+	(void)b;
+	__atomic_store_n(&w->c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
+	__atomic_store_n(&w->c->__waiters, w->c->__waiters + 1, __ATOMIC_RELAXED);
+	p->me->requeued = 0;
+	p->me->cond_mutex = w->m;
+	return PLK_PARK_SLEEP;
+}
+
+/* Phase "queue", queued: lend to the condvar's wakers while queued. */
+static int wait_queued(struct plk_bucket *b, struct plk_park *p, void *ctx)
+{
+	(void)ctx;
+	plk_wakers_update(b, p->key, 1);
+	return PLK_PARK_SLEEP;
+}
+
+/*
+ * Phase "release", with no lock held, queued: release the mutex, bound
+ * to it from before its release until after its retake, or the
+ * cancellation cleanup's (plk_mutex_bound: destroy's EBUSY).  A failed
+ * release answers its error, still queued (plk_cond_wait leaves).
+ */
+static int wait_release(struct plk_park *p, void *ctx)
+{
+	struct cond_wait *w = ctx;
+	int err;
+
+	(void)p;
+	tsan_internal_end(w->c);
+	if (!w->ops)
+		plk_mutex_bound_add(w->m, 1);
+	err = mutex_release(w->m, w->ops, &w->held);
+	if (!err) {
+		w->released = true;
+		return PLK_PARK_SLEEP;
+	}
+	if (!w->ops)
+		plk_mutex_bound_add(w->m, -1);
+	return err;
+}
+
+/* Phase "park": cond_sleep, cancellable; a mutex taken from a dead owner
+ * is an answer. */
+static uint32_t wait_sleep(struct plk_park *p, void *ctx)
+{
+	uint32_t st = cond_sleep(ctx, p->clock, p->abstime);
+
+	if (st != PLK_PARK_OWNERDEAD)
+		return st;
+	p->answer = EOWNERDEAD;
+	return PLK_PARK_ANSWERED;
+}
+
+static const struct plk_park_ops cond_wait_park = {
+	.validate = wait_validate,
+	.queued = wait_queued,
+	.before_sleep = wait_release,
+	.sleep = wait_sleep,
+};
+
+/* The mutex release failed with @err: leave @c's queue, and return it. */
+static int wait_unreleased(proxylock_cond_t *c, struct plk_thread *me, int err)
+{
+	if (cond_leave(c, me))
+		return err;
+	/* A signal took us off meanwhile (it can only have woken us:
+	 * nothing is moved onto a glibc mutex); wait for its wake-up
+	 * to land, so that our park word is quiet for the next wait. */
+	plk_park_until_unparked(me);
+	return err;
+}
+
+/* A condvar wait is long: what it lends, to its mutex's next owner or to
+ * the condvar's wakers, is read now; if it lends to neither, a copy
+ * never verified is, so that a waker learned while it waits is lent
+ * what it has (C1). */
+static void wait_refresh(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
+                         struct plk_thread *me)
+{
+	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_chain_kinds(m)))
+		plk_donate_waiter_refresh(me, 0);
+	else if (proxylock_donate_kinds())
+		plk_donate_waiter_refresh(me, PLK_REFRESH_UNVERIFIED);
+}
+
+/*
+ * Wait on @c, a client of the parking lot in phases: queue on @c
+ * (wait_validate), release @m (wait_release), park (cond_sleep), then
+ * retake @m as the park ended (mutex_retake).
+ */
 int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
                   clockid_t clock, const struct timespec *abstime)
 {
-	uintptr_t tagged = (uintptr_t)m | (ops ? MUTEX_IS_GLIBC : 0);
-	struct cond_wait w = { c, m, ops, NULL, { 0, 0 } };
-	struct plk_thread *me;
-	struct plk_bucket *b;
+	struct cond_wait w = { .c = c, .m = m, .ops = ops };
+	struct plk_park p = { .key = cond_key(c), .clock = clock, .abstime = abstime };
 	uint32_t st;
 	int err, ret = 0;
 
@@ -524,53 +647,22 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	if (plk_ilock_busy())
 		return plk_ilock_busy_refuse("a signal handler's condvar wait");
 	tsan_internal_begin(c);
-	me = plk_thread_self();
-	if (!me || plk_blocked_key(me)) {  /* no record, or queued (a handler's wait) */
+	w.me = p.me = plk_thread_self();
+	if (!w.me || plk_blocked_key(w.me)) {  /* no record, or queued (a handler's wait) */
 		tsan_internal_end(c);
 		return cond_wait_unqueued(m, ops);
 	}
-	/* A condvar wait is long: what it lends, to its mutex's next owner
-	 * or to the condvar's wakers, is read now; if it lends to neither,
-	 * a copy never verified is, so that a waker learned while it waits
-	 * is lent what it has (C1). */
-	if (plk_wakers_prepare(cond_key(c)) || (!ops && plk_chain_kinds(m)))
-		plk_donate_waiter_refresh(me, 0);
-	else if (proxylock_donate_kinds())
-		plk_donate_waiter_refresh(me, PLK_REFRESH_UNVERIFIED);
-	b = plk_waitq_lock(cond_key(c));
-	__atomic_store_n(&c->__mutex, (void *)tagged, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->__waiters, c->__waiters + 1, __ATOMIC_RELAXED);
-	me->requeued = 0;
-	me->cond_mutex = m;
-	plk_waitq_enqueue(b, me, cond_key(c), false);
-	plk_wakers_update(b, cond_key(c), 1);  /* lend to its wakers while queued */
-	plk_waitq_unlock(b);
-	plk_chain_flush();
-	tsan_internal_end(c);
-
-	w.me = me;
-	/* Bound to @m from before its release until after its retake, or
-	 * the cancellation cleanup's (plk_mutex_bound: destroy's EBUSY). */
-	if (!ops)
-		plk_mutex_bound_add(m, 1);
-	err = mutex_release(m, ops, &w.held);
-	if (err) {
-		if (!ops)
-			plk_mutex_bound_add(m, -1);
-		if (cond_leave(c, me))
-			return err;
-		/* A signal took us off meanwhile (it can only have woken us:
-		 * nothing is moved onto a glibc mutex); wait for its wake-up
-		 * to land, so that our park word is quiet for the next wait. */
-		park_until_taken(me);
-		return err;
-	}
-	st = cond_sleep(&w, clock, abstime);
+	wait_refresh(c, m, ops, w.me);
+	st = plk_park(&p, &cond_wait_park, &w);
+	if (st == PLK_PARK_ANSWERED && !w.released)
+		return wait_unreleased(c, w.me, p.answer);
+	if (st == PLK_PARK_ANSWERED)
+		st = PLK_PARK_OWNERDEAD;
 	if (st == PLK_PARK_WAITING) {
-		st = cond_timedout(c, me);
+		st = cond_timedout(c, w.me);
 		ret = st == PLK_PARK_WAITING ? ETIMEDOUT : 0;
 	}
-	err = mutex_retake(m, ops, me, st, &w.held);
+	err = mutex_retake(m, ops, w.me, st, &w.held);
 	if (!ops)
 		plk_mutex_bound_add(m, -1);
 	return err ? err : ret;
@@ -692,30 +784,26 @@ static void wakers_woke(struct plk_bucket *b, proxylock_cond_t *c)
 	plk_wakers_update(b, cond_key(c), 1);  /* the queue changed too */
 }
 
+/* Signal or broadcast took waiters off: the caller is a waker (K1). */
+static void woke_finish(struct plk_bucket *b, int n, void *ctx)
+{
+	if (n)
+		wakers_woke(b, ctx);
+}
+
+static const struct plk_unpark_ops wake_unpark = {
+	.prepare = cond_unpark_prepare,
+	.unparked = cond_unparked,
+	.finish = woke_finish,
+};
+
 /* Wake one or every waiter of @c, in batches. */
 static void wake_queued(proxylock_cond_t *c, bool all)
 {
-	struct plk_thread *batch[WAKE_BATCH], *t;
-	int n;
-
-	do {
-		struct plk_bucket *b;
-
-		(void)plk_wakers_prepare(cond_key(c));
-		b = plk_waitq_lock(cond_key(c));
-		for (n = 0; n < (all ? WAKE_BATCH : 1) && (t = plk_waitq_first(b, cond_key(c))); n++) {
-			plk_waitq_dequeue(t);
-			__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
-			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-			batch[n] = t;
-		}
-		if (n)
-			wakers_woke(b, c);
-		plk_waitq_unlock(b);
-		for (int i = 0; i < n; i++)
-			plk_waitq_unpark(batch[i]);
-		plk_chain_flush();  /* after the wake-ups: the waiters first */
-	} while (all && n == WAKE_BATCH);
+	if (all)
+		plk_unpark_all(cond_key(c), &wake_unpark, c);
+	else
+		plk_unpark_one(cond_key(c), &wake_unpark, c);
 }
 
 /*
@@ -763,6 +851,104 @@ static bool bound_waiter_queued(struct plk_bucket *bc, proxylock_cond_t *c,
 /* What move_to_mutex did. */
 enum { MOVE_RETRY, MOVE_DONE, MOVE_MORE, MOVE_WAKE };
 
+/* One move of @c's waiters onto @m: what the requeue hooks share. */
+struct move {
+	proxylock_cond_t *c;
+	proxylock_mutex_t *m;
+	bool all;         /* a broadcast: every waiter, else the first */
+	bool held;        /* @m is held: its waiters are moved */
+	bool free_woken;  /* @m is free: the first of its waiters was woken */
+	int ret;          /* MOVE_* */
+	uint64_t now;     /* their M3 clock starts at the move */
+	int nk;
+	struct plk_thread *kicked[PLK_UNPARK_BATCH];  /* moved onto a robust @m */
+};
+
+static void move_prepare(void *ctx)
+{
+	struct move *mv = ctx;
+
+	plk_chain_prepare(NULL);  /* m's word is read once m is known to be c's */
+	(void)plk_wakers_prepare(cond_key(mv->c));
+}
+
+/* Under both buckets: may anything be moved onto @mv->m (see the top)? */
+static bool move_validate(struct plk_bucket *bc, struct plk_bucket *bm, void *ctx)
+{
+	struct move *mv = ctx;
+
+	(void)bm;
+	if (__atomic_load_n(&mv->c->__mutex, __ATOMIC_RELAXED) != (void *)mv->m) {
+		mv->ret = MOVE_RETRY;
+		return false;
+	}
+	if (!bound_waiter_queued(bc, mv->c, mv->m, mv->all))
+		return false;  /* nothing to move: m may be gone (freed), never touched */
+	if (!(mv->held = mutex_mark_waiters(mv->m)) && plk_word(mv->m) != 0) {
+		mv->ret = MOVE_WAKE;
+		return false;
+	}
+	return true;
+}
+
+/* @t, first on @c: a waiter with another mutex is woken to retake its
+ * own; with @m free, the first of @m's is woken to take it; the others
+ * are moved. */
+static enum plk_requeue_pick move_pick(struct plk_bucket *bc, struct plk_thread *t, void *ctx)
+{
+	struct move *mv = ctx;
+
+	(void)bc;
+	if (mv->nk == PLK_UNPARK_BATCH) {
+		mv->ret = MOVE_MORE;
+		return PLK_REQUEUE_STOP;
+	}
+	if (t->cond_mutex != mv->m)
+		return PLK_REQUEUE_WAKE;
+	if (!mv->held && !mv->free_woken) {
+		mv->free_woken = true;
+		return PLK_REQUEUE_WAKE;
+	}
+	return PLK_REQUEUE_MOVE;
+}
+
+static bool move_taken(struct plk_thread *t, enum plk_requeue_pick how, void *ctx)
+{
+	struct move *mv = ctx;
+
+	__atomic_store_n(&mv->c->__waiters, mv->c->__waiters - 1, __ATOMIC_RELAXED);
+	if (t->cond_mutex != mv->m)
+		return mv->all;  /* woken: retakes its own */
+	__atomic_store_n(&t->requeued, 1, __ATOMIC_RELEASE);  /* its sleep reads it */
+	t->enq_ns = mv->now;
+	/* Its sleep has no end: for a robust m, wake it once so it sleeps
+	 * again in liveness slices and can take m from a dead owner.
+	 * (Moved onto another lock it sleeps on; a dead owner of that is
+	 * reported by its own waiters.) */
+	if (how == PLK_REQUEUE_MOVE && (mv->m->__flags & PLK_ROBUST))
+		mv->kicked[mv->nk++] = t;
+	return mv->all;
+}
+
+static void move_finish(struct plk_bucket *bc, struct plk_bucket *bm, int woken, int moved,
+                        void *ctx)
+{
+	struct move *mv = ctx;
+
+	if (woken || moved)
+		wakers_woke(bc, mv->c);
+	if (moved)
+		plk_chain_update(bm, mv->m);
+}
+
+static const struct plk_requeue_ops move_requeue = {
+	.prepare = move_prepare,
+	.validate = move_validate,
+	.pick = move_pick,
+	.taken = move_taken,
+	.finish = move_finish,
+};
+
 /*
  * Move one or every waiter of @c onto proxylock @m's queue (see the top).
  * MOVE_RETRY: @c's waiters no longer use @m; MOVE_WAKE: @m is unusable,
@@ -773,69 +959,15 @@ enum { MOVE_RETRY, MOVE_DONE, MOVE_MORE, MOVE_WAKE };
  */
 static int move_to_mutex(proxylock_cond_t *c, proxylock_mutex_t *m, bool all)
 {
-	struct plk_thread *t, *woken[WAKE_BATCH], *kicked[WAKE_BATCH];
-	struct plk_bucket *bc, *bm;
-	bool moved = false, held = false, free_woken = false;
-	uint64_t now = plk_now_ns();
-	int ret = MOVE_DONE, n = 0, nk = 0;
+	struct move mv = { .c = c, .m = m, .all = all, .ret = MOVE_DONE, .now = plk_now_ns() };
 
-	plk_chain_prepare(NULL);  /* m's word is read once m is known to be c's */
-	(void)plk_wakers_prepare(cond_key(c));
-	plk_waitq_lock2(cond_key(c), m, &bc, &bm);
-	if (__atomic_load_n(&c->__mutex, __ATOMIC_RELAXED) != (void *)m)
-		ret = MOVE_RETRY;
-	else if (!bound_waiter_queued(bc, c, m, all))
-		;  /* nothing to move: m may be gone (freed), never touched */
-	else if (!(held = mutex_mark_waiters(m)) && plk_word(m) != 0)
-		ret = MOVE_WAKE;
-	while (ret == MOVE_DONE && (t = plk_waitq_first(bc, cond_key(c)))) {
-		if (n == WAKE_BATCH || nk == WAKE_BATCH) {
-			ret = MOVE_MORE;
-			break;
-		}
-		plk_waitq_dequeue(t);
-		__atomic_store_n(&c->__waiters, c->__waiters - 1, __ATOMIC_RELAXED);
-		if (t->cond_mutex != m) {
-			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);  /* retakes its own */
-			woken[n++] = t;
-			if (!all)
-				break;
-			continue;
-		}
-		__atomic_store_n(&t->requeued, 1, __ATOMIC_RELEASE);  /* its sleep reads it */
-		t->enq_ns = now;
-		if (!held && !free_woken) {
-			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-			woken[n++] = t;
-			free_woken = true;
-		} else {
-			plk_waitq_enqueue(bm, t, m, false);
-			moved = true;
-			/* Its sleep has no end: for a robust m, wake it once so it
-			 * sleeps again in liveness slices and can take m from a
-			 * dead owner.  (Moved onto another lock it sleeps on; a
-			 * dead owner of that is reported by its own waiters.) */
-			if (m->__flags & PLK_ROBUST)
-				kicked[nk++] = t;
-		}
-		if (!all)
-			break;
-	}
-	if (n || moved)
-		wakers_woke(bc, c);
-	if (bc != bm)
-		plk_waitq_unlock(bc);
-	if (moved)
-		plk_chain_update(bm, m);
-	plk_waitq_unlock(bm);
-	plk_chain_flush();
-	for (int i = 0; i < n; i++)
-		plk_waitq_unpark(woken[i]);
+	if (plk_requeue(cond_key(c), m, &move_requeue, &mv))
+		mv.ret = MOVE_MORE;
 	/* After the buckets (I5); a stale kick of a recycled record is a
 	 * spurious wake-up, which every park loop tolerates. */
-	for (int i = 0; i < nk; i++)
-		plk_futex_wake(&kicked[i]->park, 1);
-	return ret;
+	for (int i = 0; i < mv.nk; i++)
+		plk_futex_wake(&mv.kicked[i]->park, 1);
+	return mv.ret;
 }
 
 /* With waiters: errno as it was on entry (a handler may call it, and a

@@ -9,11 +9,15 @@
  * robust.c's, which writes the word and the queue under the same
  * invariants.
  *
- * Slow lock: spin a bounded number of times while nobody is queued, then
- * take the lock's bucket (waitq.c), set PLK_WAITERS, queue, lend our
- * context to the owner (donate.c) and sleep on our own park word.
+ * Slow lock, a client of the parking lot (park.h), in phases: spin a
+ * bounded number of times while nobody is queued (lock_slow); join:
+ * under the lock's bucket, take the lock if free, else set PLK_WAITERS
+ * (join_validate); queue: check for a cycle and lend our context to the
+ * owner (queue_queued, donate.c); park: sleep on our own park word in
+ * liveness slices (park_sleep_until).  A deadline leaves by
+ * timedout_left.
  *
- * Slow unlock: take the bucket, then either
+ * Slow unlock, the parking lot's plk_unpark_one: under the bucket, either
  *   - hand off: the first waiter (the queue's head, M3) has waited
  *     PROXYLOCK_HANDOFF_US (default 500 us) or more: the word gets its
  *     TID directly and the remaining waiters' donation moves to it; or
@@ -47,6 +51,7 @@
 #include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
+#include "park.h"
 #include "probes.h"
 #include "registry.h"
 #include "robust.h"
@@ -190,14 +195,125 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 	if (!plk_cas_word(m, 0, self | (more ? PLK_WAITERS : 0)))
 		return false;
 	if (more)
-		plk_chain_update(b, m);  /* we wait on nothing; the caller flushes */
+		plk_chain_update(b, m);  /* we wait on nothing; the parking lot flushes */
 	return true;
 }
 
+/* One wait for @m: what the park hooks below share (ctx). */
+struct lock_wait {
+	proxylock_mutex_t *m;
+	uint32_t self;
+	bool robust;      /* @m is robust: ask whether its owner exists */
+	bool woken;       /* woken off @m's queue, or moved to it (M3: keep enq_ns) */
+	bool retake;      /* a condvar's retake: no cycle check */
+	bool dead_taken;  /* join took @m from @dead: plk_dead_done reports */
+	pid_t dead;       /* join's prepare: @m's owner, exited; or 0 */
+	uint64_t now_ns;  /* join's prepare: the clock, read before the bucket */
+};
+
+/*
+ * Phase "join", with no lock held, before each look under the bucket:
+ * what may need a syscall (the owner's liveness, the clock) and a record
+ * for the owner, whom our queueing lends to.
+ */
+static void join_prepare(struct plk_park *p, void *ctx)
+{
+	struct lock_wait *lw = ctx;
+
+	(void)p;
+	lw->dead = lw->robust ? plk_liveness_dead_owner(plk_word(lw->m), lw->self) : 0;
+	lw->now_ns = plk_now_ns();
+	plk_chain_prepare(lw->m);
+}
+
+/*
+ * Phase "join", under @m's bucket: take @m if it is free, else make sure
+ * the word shows PLK_WAITERS before we queue (M1), or answer why @m
+ * cannot be waited for.
+ */
+static int join_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
+{
+	struct lock_wait *lw = ctx;
+	proxylock_mutex_t *m = lw->m;
+	uint32_t w = plk_word(m);
+	int err;
+
+	if ((err = unusable(m, w)))
+		return err;  /* NOTRECOVERABLE woke us off the queue */
+	if (lw->dead && plk_take_from_dead(b, m, w, lw->self, p->me, lw->dead) == PLK_DEAD_TAKEN) {
+		lw->dead_taken = true;
+		return EOWNERDEAD;
+	}
+	if (w == 0)
+		return acquire_locked(b, m, lw->self) ? 0 : PLK_PARK_AGAIN;  /* again: a barger */
+	if (!(w & PLK_WAITERS) && !plk_cas_word(m, w, w | PLK_WAITERS))
+		return PLK_PARK_AGAIN;
+	if (!lw->woken)
+		p->me->enq_ns = lw->now_ns;
+	/* M3: at the tail, or first in our rank once past the bound */
+	p->at_head = lw->woken && plk_waited_bound(p->me, lw->now_ns);
+	return PLK_PARK_SLEEP;
+}
+
+/*
+ * Phase "queue", under the bucket, queued: the cycle check, then our
+ * lend to the owner.  Queued first, then the walk: our blocked_on store
+ * and its loads are seq_cst (waitq.c), so of two threads closing a
+ * cycle at once at least one sees the other queued.
+ */
+static int queue_queued(struct plk_bucket *b, struct plk_park *p, void *ctx)
+{
+	struct lock_wait *lw = ctx;
+
+	(void)p;
+	if (!lw->retake && plk_type(lw->m) == PROXYLOCK_MUTEX_ERRORCHECK &&
+	    would_deadlock(lw->m, lw->self))
+		return EDEADLK;  /* off the queue again; PLK_WAITERS stays, as in timedout_left */
+	plk_chain_update(b, lw->m);
+	return PLK_PARK_SLEEP;
+}
+
+/* Phase "park": with no lock held, queued and flushed. */
+static int park_before_sleep(struct plk_park *p, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	plk_stat_inc(sleeps);
+	return PLK_PARK_SLEEP;
+}
+
+/* Phase "park": we sleep in liveness slices (liveness.h)... */
+static const struct timespec *park_sleep_until(struct plk_park *p, void *ctx, clockid_t *clock,
+                                               struct timespec *slice)
+{
+	struct lock_wait *lw = ctx;
+
+	return plk_liveness_sleep_until(lw->m, p->checks, clock, p->abstime, slice);
+}
+
+/* ...and between them ask whether the owner still exists (robust.c). */
+static int park_slice_over(struct plk_park *p, void *ctx)
+{
+	struct lock_wait *lw = ctx;
+	int err = plk_robust_owner_check(lw->m, p->me);
+
+	return err >= 0 ? err : PLK_PARK_SLEEP;
+}
+
+static const struct plk_park_ops lock_park = {
+	.prepare = join_prepare,
+	.validate = join_validate,
+	.queued = queue_queued,
+	.before_sleep = park_before_sleep,
+	.sleep_until = park_sleep_until,
+	.slice_over = park_slice_over,
+};
+
 /*
  * Our wait on @m ended without the lock (deadline, or a cancelled
- * condvar wait): leave.  Returns 0 if @m turned out to be ours (handed
- * to us, or free and taken), else ETIMEDOUT (or why @m is unusable).
+ * condvar wait), and the parking lot took us off the queue if we were
+ * still on it: leave.  Returns 0 if @m turned out to be ours (handed to
+ * us, or free and taken), else ETIMEDOUT (or why @m is unusable).
  *
  * If an unlock took us off the queue and woke us (park WOKEN) before we
  * got here, the duty of the woken waiter (M1) is ours: the word may be 0
@@ -211,61 +327,75 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
  * still be deferred or in flight, and its slow unlock is what waits for
  * it (donate.c, I1); it finds the queue empty and just releases.
  */
-static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
+static int timedout_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, bool queued,
+                         void *ctx)
 {
-	struct plk_bucket *b;
-	uint32_t w;
-	int err = ETIMEDOUT;
+	struct lock_wait *lw = ctx;
+	proxylock_mutex_t *m = lw->m;
 
-	plk_chain_prepare(m);
-	b = plk_waitq_lock(m);
-
-	if (__atomic_load_n(&me->park, __ATOMIC_ACQUIRE) == PLK_PARK_HANDED) {
-		plk_waitq_unlock(b);
+	(void)p;
+	(void)queued;
+	if (st == PLK_PARK_HANDED)
 		return 0;
-	}
-	if (__atomic_load_n(&me->blocked_on, __ATOMIC_RELAXED) == m)
-		plk_waitq_dequeue(me);
 	for (;;) {
 		bool more = plk_waitq_first(b, m) != NULL;
+		uint32_t w = plk_word(m);
 
-		w = plk_word(m);
 		if (w == 0) {
-			if (acquire_locked(b, m, self)) {
-				err = 0;
-				break;
-			}
+			if (acquire_locked(b, m, lw->self))
+				return 0;
 			continue;  /* a barger took it: look again */
 		}
-		if (plk_word_reserved(w)) {
-			err = unusable(m, w);  /* its waiters were all woken */
-			break;
-		}
+		if (plk_word_reserved(w))
+			return unusable(m, w);  /* its waiters were all woken */
 		if (!more || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS)) {
 			/* Held, and (if anyone is queued) PLK_WAITERS set: what
 			 * we lent comes off the owner; with nobody queued the
 			 * owner's entry goes, PLK_WAITERS stays (see above). */
 			if ((w & PLK_WAITERS) || more)
 				plk_chain_update(b, m);
-			break;
+			return ETIMEDOUT;
 		}
 	}
-	plk_waitq_unlock(b);
-	plk_chain_flush();
-	return err;
+}
+
+static void leave_prepare(struct plk_park *p, void *ctx)
+{
+	(void)p;
+	plk_chain_prepare(((struct lock_wait *)ctx)->m);
+}
+
+static const struct plk_park_ops lock_leave = {
+	.prepare = leave_prepare,
+	.left = timedout_left,
+};
+
+/* Leave @m's queue (timedout_left says how); 0 if @m is ours after all. */
+static int lock_timedout(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self)
+{
+	struct lock_wait lw = { .m = m, .self = self };
+	struct plk_park p = { .key = m, .me = me };
+
+	return plk_park_leave(&p, &lock_leave, &lw);
 }
 
 /*
- * Queue and sleep until @m is ours.  @woken: we were woken off @m's
- * queue, or a condvar moved us to it and woke us (M3: keep enq_ns).  @retake:
- * a condvar wait retaking its mutex, which may not fail, so no cycle
- * check (it waits, as glibc's would).  Returns 0, ETIMEDOUT or EDEADLK.
+ * Queue and sleep until @m is ours: park (join, queue, park: the hooks
+ * above) until handed @m, or until an answer or the deadline; woken to
+ * compete, park again.  @woken: we were woken off @m's queue, or a
+ * condvar moved us to it and woke us.  @retake: a condvar wait retaking
+ * its mutex, which may not fail, so no cycle check (it waits, as glibc's
+ * would).  Returns 0, ETIMEDOUT, EDEADLK, or why @m is unusable or
+ * EOWNERDEAD.
  */
 static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self,
                       clockid_t clock, const struct timespec *abstime, bool woken, bool retake)
 {
-	bool robust = m->__flags & PLK_ROBUST;
-	int checks = 0;
+	struct lock_wait lw = {
+		.m = m, .self = self, .robust = m->__flags & PLK_ROBUST,
+		.woken = woken, .retake = retake,
+	};
+	struct plk_park p = { .key = m, .me = me, .clock = clock, .abstime = abstime };
 
 	plk_chain_prepare(m);
 	/* A copy of our base read in the last PLK_BASE_TTL_NS stands: with
@@ -275,81 +405,15 @@ static int lock_block(proxylock_mutex_t *m, struct plk_thread *me, uint32_t self
 	if (plk_chain_kinds(m))
 		plk_donate_waiter_refresh(me, PLK_BASE_TTL_NS);
 	for (;;) {
-		pid_t dead = robust ? plk_liveness_dead_owner(plk_word(m), self) : 0;
-		uint64_t now_ns = plk_now_ns();
-		struct plk_bucket *b;
-		bool timedout;
-		uint32_t w, st;
-		int err;
+		uint32_t st = plk_park(&p, &lock_park, &lw);
 
-		plk_chain_prepare(m);
-		b = plk_waitq_lock(m);
-		w = plk_word(m);
-
-		if ((err = unusable(m, w))) {
-			plk_waitq_unlock(b);  /* NOTRECOVERABLE woke us off the queue */
-			return err;
-		}
-		if (dead && plk_take_from_dead(b, m, w, self, me, dead) == PLK_DEAD_TAKEN) {
-			plk_waitq_unlock(b);
-			return plk_dead_done(m, dead, PLK_DEAD_TAKEN);
-		}
-		if (w == 0) {
-			bool got = acquire_locked(b, m, self);
-
-			plk_waitq_unlock(b);
-			plk_chain_flush();
-			if (got)
-				return 0;
-			continue;
-		}
-		if (!(w & PLK_WAITERS)) {
-			if (!plk_cas_word(m, w, w | PLK_WAITERS)) {
-				plk_waitq_unlock(b);
-				continue;
-			}
-			w |= PLK_WAITERS;
-		}
-		if (!woken)
-			me->enq_ns = now_ns;
-		/* M3: at the tail, or first in our rank once past the bound */
-		plk_waitq_enqueue(b, me, m, woken && plk_waited_bound(me, now_ns));
-		/* Queued first, then the walk: our blocked_on store and its
-		 * loads are seq_cst (waitq.c), so of two threads closing a
-		 * cycle at once at least one sees the other queued. */
-		if (!retake && plk_type(m) == PROXYLOCK_MUTEX_ERRORCHECK && would_deadlock(m, self)) {
-			/* PLK_WAITERS stays, as in lock_timedout. */
-			plk_waitq_dequeue(me);
-			plk_waitq_unlock(b);
-			return EDEADLK;
-		}
-		plk_chain_update(b, m);
-		plk_waitq_unlock(b);
-		plk_chain_flush();
-
-		plk_stat_inc(sleeps);
-		for (;;) {
-			struct timespec slice;
-			clockid_t park_clock = clock;
-			const struct timespec *until =
-				plk_liveness_sleep_until(m, checks, &park_clock, abstime, &slice);
-
-			/* Spurious wake-ups (a stale wake of a recycled record)
-			 * sleep on to the same end of slice. */
-			do
-				st = plk_waitq_park(me, park_clock, until, &timedout);
-			while (st == PLK_PARK_WAITING && !timedout);
-			if (st != PLK_PARK_WAITING || until == abstime)
-				break;
-			checks++;
-			if ((err = plk_robust_owner_check(m, me)) >= 0)
-				return err;
-		}
 		if (st == PLK_PARK_HANDED)
 			return 0;
 		if (st == PLK_PARK_WAITING)
 			return lock_timedout(m, me, self);
-		woken = true;
+		if (st == PLK_PARK_ANSWERED)
+			return lw.dead_taken ? plk_dead_done(m, lw.dead, PLK_DEAD_TAKEN) : p.answer;
+		lw.woken = true;  /* PLK_PARK_WOKEN: off the queue, compete again */
 	}
 }
 
@@ -532,6 +596,69 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
 
 /* --- unlock ---------------------------------------------------------- */
 
+/* One slow unlock of @m: what the unpark hooks below share (ctx). */
+struct release {
+	proxylock_mutex_t *m;
+	uint64_t now_ns;  /* read before the bucket: I5 */
+	pid_t foreign;    /* a non-owner's unlock: the owner's TID (else 0) */
+	pid_t head_tid;   /* the waiter woken (it may exit once woken), or 0 */
+	int handed;       /* ... and handed @m */
+};
+
+/* Under the bucket, first: a foreign unlock's owner, pinned now by
+ * PLK_WAITERS and the bucket. */
+static bool release_begin(struct plk_bucket *b, void *ctx)
+{
+	struct release *r = ctx;
+
+	(void)b;
+	if (r->foreign)
+		r->foreign = plk_owner_tid_locked(plk_word(r->m));
+	return true;
+}
+
+/* @head, the queue's head (M3), is off the queue: hand @m off to it if it
+ * has waited the bound, else release @m and wake it to compete. */
+static uint32_t release_unparked(struct plk_bucket *b, struct plk_thread *head, void *ctx)
+{
+	struct release *r = ctx;
+	proxylock_mutex_t *m = r->m;
+
+	r->head_tid = head->tid;
+	if (!plk_waited_bound(head, r->now_ns)) {
+		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
+		return PLK_PARK_WOKEN;
+	}
+	r->handed = 1;
+	/* The word names head before head can see HANDED (M4: the parking
+	 * lot sets the park word last): it may return from its futex wait
+	 * at any moment and unlock. */
+	__atomic_store_n(&m->__word, (uint32_t)head->tid |
+	                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
+	plk_chain_update(b, m);  /* head waits on nothing now */
+	plk_stat_inc(handoffs);
+	return PLK_PARK_HANDED;
+}
+
+/* Under the bucket, last: nobody was queued (a waiter that left), so just
+ * release; a foreign owner's entry for @m goes. */
+static void release_finish(struct plk_bucket *b, int n, void *ctx)
+{
+	struct release *r = ctx;
+
+	(void)b;
+	if (n == 0)
+		__atomic_store_n(&r->m->__word, 0, __ATOMIC_RELEASE);
+	if (r->foreign)
+		plk_donate_withdraw_tid(r->foreign, r->m);
+}
+
+static const struct plk_unpark_ops release_unpark = {
+	.begin = release_begin,
+	.unparked = release_unparked,
+	.finish = release_finish,
+};
+
 /*
  * Release @m, which has waiters: hand off or release, and wake exactly
  * one waiter.  The owner's entry for @m goes (I1): if the owner is the
@@ -542,38 +669,10 @@ int proxylock_mutex_timedlock(proxylock_mutex_t *m, const struct timespec *absti
  */
 static void unlock_wake(proxylock_mutex_t *m, struct plk_thread *me, pid_t foreign)
 {
-	uint64_t now_ns = plk_now_ns();  /* read before the bucket: I5 */
-	struct plk_bucket *b = plk_waitq_lock(m);
-	struct plk_thread *head = plk_waitq_first(b, m);
-	pid_t head_tid = head ? head->tid : 0;  /* head may exit once woken */
-	int handed = 0;
+	struct release r = { .m = m, .now_ns = plk_now_ns(), .foreign = foreign };
 
-	if (foreign)
-		foreign = plk_owner_tid_locked(plk_word(m));  /* pinned now: PLK_WAITERS, bucket */
-
-	if (head)
-		plk_waitq_dequeue(head);
-	if (head && plk_waited_bound(head, now_ns)) {
-		handed = 1;
-		/* The word names head before head can see HANDED: it may
-		 * return from its futex wait at any moment and unlock. */
-		__atomic_store_n(&m->__word, (uint32_t)head->tid |
-		                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
-		plk_chain_update(b, m);  /* head waits on nothing now */
-		plk_waitq_unpark_prepare(head, PLK_PARK_HANDED);
-		plk_stat_inc(handoffs);
-	} else {
-		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
-		if (head)
-			plk_waitq_unpark_prepare(head, PLK_PARK_WOKEN);
-	}
-	if (foreign)
-		plk_donate_withdraw_tid(foreign, m);
-	plk_waitq_unlock(b);
-	PLK_PROBE4(release, m, plk_tid(), head_tid, handed);
-	if (head)
-		plk_waitq_unpark(head);
-	plk_chain_flush();
+	plk_unpark_one(m, &release_unpark, &r);
+	PLK_PROBE4(release, m, plk_tid(), r.head_tid, r.handed);
 	if (me) {
 		plk_donate_withdraw(me, m);
 		plk_chain_flush();

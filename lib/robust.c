@@ -25,6 +25,7 @@
 #include "liveness.h"
 #include "lockword.h"
 #include "observe.h"
+#include "park.h"
 #include "probes.h"
 #include "registry.h"
 #include "robust.h"
@@ -114,29 +115,46 @@ int plk_trylock_dead(proxylock_mutex_t *m, uint32_t w, uint32_t self)
 
 /* --- not recoverable ------------------------------------------------- */
 
+/* What plk_mutex_make_unrecoverable's unpark hooks share. */
+struct unrecoverable {
+	proxylock_mutex_t *m;
+	bool marked;  /* the word says NOTRECOVERABLE (from the first batch on) */
+};
+
+/* Under @m's bucket, before the first batch is taken off: mark @m. */
+static bool unrecoverable_begin(struct plk_bucket *b, void *ctx)
+{
+	struct unrecoverable *u = ctx;
+
+	(void)b;
+	if (!u->marked)
+		__atomic_store_n(&u->m->__word, PLK_TID_NOTRECOVERABLE, __ATOMIC_RELEASE);
+	u->marked = true;
+	return true;
+}
+
+/* Every waiter is woken, to be told by its lock call. */
+static uint32_t unrecoverable_unparked(struct plk_bucket *b, struct plk_thread *t, void *ctx)
+{
+	(void)b;
+	(void)t;
+	(void)ctx;
+	return PLK_PARK_WOKEN;
+}
+
+static const struct plk_unpark_ops unrecoverable_unpark = {
+	.begin = unrecoverable_begin,
+	.unparked = unrecoverable_unparked,
+};
+
 void plk_mutex_make_unrecoverable(proxylock_mutex_t *m)
 {
-	struct plk_thread *batch[32], *t;
-	bool first = true;
-	int n;
+	struct unrecoverable u = { .m = m };
+	struct plk_thread *me;
 
-	do {
-		struct plk_bucket *b = plk_waitq_lock(m);
-
-		if (first)
-			__atomic_store_n(&m->__word, PLK_TID_NOTRECOVERABLE, __ATOMIC_RELEASE);
-		first = false;
-		for (n = 0; n < 32 && (t = plk_waitq_first(b, m)); n++) {
-			plk_waitq_dequeue(t);
-			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
-			batch[n] = t;
-		}
-		plk_waitq_unlock(b);
-		for (int i = 0; i < n; i++)
-			plk_waitq_unpark(batch[i]);
-	} while (n == 32);
-	if ((t = plk_thread_self())) {
-		plk_donate_withdraw(t, m);
+	plk_unpark_all(m, &unrecoverable_unpark, &u);
+	if ((me = plk_thread_self())) {
+		plk_donate_withdraw(me, m);
 		plk_chain_flush();
 	}
 }

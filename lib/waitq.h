@@ -8,6 +8,9 @@
  * first come, first served: plk_waitq_enqueue), each tagged with the lock it
  * waits for (plk_thread.blocked_on).  A waiter sleeps on its own record's
  * park word, so a wake reaches exactly the thread chosen: no herd.
+ *
+ * Locks wait and wake through the parking lot built on these (park.h),
+ * which owns the order around them.
  */
 #ifndef PLK_WAITQ_H
 #define PLK_WAITQ_H
