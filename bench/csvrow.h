@@ -2,7 +2,7 @@
 /*
  * csvrow.h - one results.csv cell, as bench/run and bench/report.py read
  * it: benchmark,impl,threads,cs_ns,metric,median,min,max,unit.  Shared by
- * proxybench.c and bucketbench.c.
+ * proxybench's workloads and bucketbench.c.
  */
 #ifndef PLK_BENCH_CSVROW_H
 #define PLK_BENCH_CSVROW_H

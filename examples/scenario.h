@@ -12,18 +12,18 @@
  * it, the small task runs, while the big one waits, with the big one's
  * context: its CPU, its nice, its clamps.
  *
- * The reader-writer variant (bench/proxybench.c's inversion-rw): with
- * rdlock set, nsmall small tasks hold the lock for reading (rdlock) and
- * the big one takes it for writing (lock).
+ * The reader-writer variant (bench/proxybench_inversion.c's
+ * inversion-rw): with rdlock set, nsmall small tasks hold the lock for
+ * reading (rdlock) and the big one takes it for writing (lock).
  *
- * The reverse scenario (bench/proxybench.c's inversion-reverse, issue
- * 30): two hogs saturate CPU 1; a foreground task (nice 0, pinned alone
- * to CPU 0, uclamp_min 1024 where supported) holds the lock for
- * CPU-bound sections of SCENARIO_CS_CPU_NS; a background task (nice 19,
- * pinned to CPU 1, uclamp_max 128) takes it every few milliseconds.  The
- * background waiter does not outrank the holder, so it must lend it
- * nothing: the holder's sections stay as long as with no background
- * task, and it never runs off CPU 0.
+ * The reverse scenario (bench/proxybench_inversion.c's
+ * inversion-reverse, issue 30): two hogs saturate CPU 1; a foreground
+ * task (nice 0, pinned alone to CPU 0, uclamp_min 1024 where supported)
+ * holds the lock for CPU-bound sections of SCENARIO_CS_CPU_NS; a
+ * background task (nice 19, pinned to CPU 1, uclamp_max 128) takes it
+ * every few milliseconds.  The background waiter does not outrank the
+ * holder, so it must lend it nothing: the holder's sections stay as long
+ * as with no background task, and it never runs off CPU 0.
  *
  * Header-only: each user supplies the lock through two function pointers.
  */

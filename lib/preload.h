@@ -1,70 +1,76 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * preload.h - what the LD_PRELOAD interposer's files share: glibc's own
- * functions (resolved once with dlsym(RTLD_NEXT); mutex_clocklock,
- * cond_clockwait, sem_clockwait and the rwlock_clock*lock pair are NULL
- * before glibc 2.30).
+ * functions (preload_real.h), the one test of every interposed fast path
+ * (careful, and the glibc-only bits of a mutex's __kind), the depth of
+ * the thread's slow paths and the call's caller for the stats (the rules
+ * are preload.c's).
  */
 #ifndef PLK_PRELOAD_H
 #define PLK_PRELOAD_H
 
+#include <errno.h>
 #include <pthread.h>
-#include <sched.h>
-#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <threads.h>
 
-#include "futex.h"
+#include "lockstat.h"
+#include "lockword.h"
+#include "preload_real.h"
 
-struct plk_real {
-	int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
-	int (*mutex_destroy)(pthread_mutex_t *);
-	int (*mutex_lock)(pthread_mutex_t *);
-	int (*mutex_trylock)(pthread_mutex_t *);
-	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
-	int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
-	int (*mutex_unlock)(pthread_mutex_t *);
-	int (*cond_init)(pthread_cond_t *, const pthread_condattr_t *);
-	int (*cond_destroy)(pthread_cond_t *);
-	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
-	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
-	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
-	                      const struct timespec *);
-	int (*cond_signal)(pthread_cond_t *);
-	int (*cond_broadcast)(pthread_cond_t *);
-	int (*sched_setaffinity)(pid_t, size_t, const cpu_set_t *);
-	int (*sched_getaffinity)(pid_t, size_t, cpu_set_t *);
-	int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
-	int (*pthread_getaffinity_np)(pthread_t, size_t, cpu_set_t *);
-	int (*sched_setscheduler)(pid_t, int, const struct sched_param *);
-	int (*sched_setparam)(pid_t, const struct sched_param *);
-	int (*pthread_setschedparam)(pthread_t, int, const struct sched_param *);
-	int (*pthread_setschedprio)(pthread_t, int);
-	int (*setpriority)(int, id_t, int);
-	int (*getpriority)(int, id_t);
-	/* Reader-writer locks (process-shared ones stay glibc's). */
-	int (*rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
-	int (*rwlock_destroy)(pthread_rwlock_t *);
-	int (*rwlock_rdlock)(pthread_rwlock_t *);
-	int (*rwlock_tryrdlock)(pthread_rwlock_t *);
-	int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
-	int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
-	int (*rwlock_wrlock)(pthread_rwlock_t *);
-	int (*rwlock_trywrlock)(pthread_rwlock_t *);
-	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
-	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
-	int (*rwlock_unlock)(pthread_rwlock_t *);
-	/* Semaphores (glibc keeps them; preload_sem.c only lends). */
-	int (*sem_wait)(sem_t *);
-	int (*sem_trywait)(sem_t *);
-	int (*sem_timedwait)(sem_t *, const struct timespec *);
-	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
-	int (*sem_post)(sem_t *);
-	int (*sem_init)(sem_t *, int, unsigned);
-	int (*sem_destroy)(sem_t *);
-};
+#define PLK_EXPORT __attribute__((visibility("default")))
 
-/** plk_real - glibc's functions, resolved on first use. */
-PLK_HIDDEN const struct plk_real *plk_real(void);
+/* glibc's __kind bits for the mutexes that stay glibc's. */
+#define GLIBC_ROBUST 0x10u
+#define GLIBC_PRIO_INHERIT 0x20u
+#define GLIBC_PRIO_PROTECT 0x40u
+#define GLIBC_PSHARED 0x80u
+#define GLIBC_ONLY (GLIBC_ROBUST | GLIBC_PRIO_INHERIT | GLIBC_PRIO_PROTECT | GLIBC_PSHARED)
+
+/** plk_slow_depth - how many of the interposer's slow paths the thread is
+ * inside (preload.c says why and what it changes). */
+PLK_HIDDEN extern __thread unsigned plk_slow_depth __attribute__((tls_model("initial-exec")));
+
+static inline bool plk_mutex_is_glibc(const pthread_mutex_t *pm)
+{
+	return ((const proxylock_mutex_t *)pm)->__flags & GLIBC_ONLY;
+}
+
+/*
+ * The one test on every interposed fast path besides the lock's own
+ * kind: are operations counted (PROXYLOCK_STATS)?  Acquire pairs with
+ * plk_lockstat_enable()'s release, so a caller that counts sees the
+ * tables it set up.  On x86 a plain move; on arm64 an ldar.
+ */
+static inline bool plk_careful(void)
+{
+	return __atomic_load_n(&plk_lockstat_on, __ATOMIC_ACQUIRE);
+}
+
+/* The interposed call's caller, for the stats' call sites (lockstat.h):
+ * read only on the careful paths, in the exported function itself. */
+#define PLK_RETURN_ADDRESS() ((uintptr_t)__builtin_return_address(0))
+
+/* What an interposed lock call asks for: the lock, a try, or the lock
+ * by a deadline. */
+enum plk_lock_op { PLK_OP_LOCK, PLK_OP_TRY, PLK_OP_TIMED };
+
+/* A pthread error number as C11's thrd_* result. */
+static inline int plk_thrd_of(int err)
+{
+	switch (err) {
+	case 0:
+		return thrd_success;
+	case EBUSY:
+		return thrd_busy;
+	case ETIMEDOUT:
+		return thrd_timedout;
+	case ENOMEM:
+		return thrd_nomem;
+	default:
+		return thrd_error;
+	}
+}
 
 #endif /* PLK_PRELOAD_H */

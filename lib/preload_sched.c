@@ -33,8 +33,6 @@
 #include "preload.h"
 #include "registry.h"
 
-#define PLK_EXPORT __attribute__((visibility("default")))
-
 enum call_kind {
 	SET_AFFINITY, SET_SCHEDULER, SET_PARAM, SET_PRIORITY, SET_ATTR, /* -1 and errno */
 	PTHREAD_SET_AFFINITY, PTHREAD_SET_SCHEDPARAM, PTHREAD_SET_SCHEDPRIO /* errno value */

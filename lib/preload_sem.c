@@ -43,7 +43,6 @@
 #include "registry.h"
 #include "wakers.h"
 
-#define PLK_EXPORT __attribute__((visibility("default")))
 #define GLIBC_SEM_PRIVATE 0  /* LLL_PRIVATE; LLL_SHARED is 128 */
 
 struct glibc_sem {

@@ -377,21 +377,14 @@ static bool shown(const struct plk_lockrow *e, int key)
  * docs/design.md): reports are written one at a time (reporting). */
 static char stack_buf[480], site_buf[200];
 
-static void report_text(int fd, enum why why, int sig, bool all)
+/* The report's opening lines: who, why, the interposer's totals. */
+static void text_head(int fd, enum why why, int sig, const struct totals *t)
 {
-	const struct plk_config *c = plk_config();
-	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
-	struct plk_symbols *sy;
-	struct totals t;
-	size_t n, bytes, nshown = 0, nworth = 0;
 	unsigned long lost = plk_lockstat_lost();
 	struct proxylock_stats st;
 	char kinds[64], wait[32], when[48];
 
-	rows = gather(fallback, &n, &bytes, &t, c->stats_sort);
 	proxylock_stats_get(&st);
-	if (!all && !worth_saying(&t))
-		goto out;
 	why_str(why, sig, when, sizeof(when));
 	say(fd, "proxylock: report of %s (pid %d), %s\n", program_invocation_name, (int)getpid(),
 	    when);
@@ -400,11 +393,11 @@ static void report_text(int fd, enum why why, int sig, bool all)
 	else
 		kinds_name((unsigned)lent_kinds(why), kinds, sizeof(kinds));
 	say(fd, "proxylock: interposer active: %zu mutexes, %zu rwlocks and %zu condvars "
-	    "seen, %zu mutexes and %zu rwlocks contended; lending %s\n", t.mutex, t.rwlock, t.cond,
-	    t.mutex_contended, t.rwlock_contended, kinds);
-	ms_str(wait, sizeof(wait), t.wait_ns);
+	    "seen, %zu mutexes and %zu rwlocks contended; lending %s\n", t->mutex, t->rwlock, t->cond,
+	    t->mutex_contended, t->rwlock_contended, kinds);
+	ms_str(wait, sizeof(wait), t->wait_ns);
 	say(fd, "proxylock: totals: %llu acquisitions, %llu contended (%s ms waiting), %llu timed "
-	    "out, %llu donations\n", t.uses, t.contended, wait, t.timeouts, t.donations);
+	    "out, %llu donations\n", t->uses, t->contended, wait, t->timeouts, t->donations);
 	if (lost)
 		say(fd, "proxylock: %lu lock operations not counted: no memory for their locks' rows\n",
 		    lost);
@@ -416,11 +409,15 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		say(fd, "proxylock: %llu lends refused by the kernel (EPERM): privileges or "
 		    "limits lowered after the probe, or a lend past RLIMIT_NICE or RLIMIT_RTPRIO\n",
 		    (unsigned long long)st.eperm_skipped);
-	for (size_t i = 0; i < n; i++)
-		nworth += shown(rows[i], c->stats_sort);
-	sy = nworth ? plk_symbols_open(names_bound(why)) : NULL;
-	/* The header even with no row (PROXYLOCK_STATS=all): the columns say
-	 * what a row would count. */
+}
+
+/* The table: a header (even with no row, PROXYLOCK_STATS=all: the
+ * columns say what a row would count), then a line per lock shown. */
+static void text_table(int fd, struct plk_symbols *sy, struct plk_lockrow **rows, size_t n,
+                       const struct plk_config *c)
+{
+	size_t nshown = 0;
+
 	say(fd, "proxylock: %-6s %-14s %9s %9s %10s %11s %10s %11s %11s %9s %6s %8s %6s %4s  %s\n",
 		    "type", "lock", "locked", "contended", "wait-ms", "max-wait-ms", "held-ms",
 		    "avg-held-ms", "max-held-ms", "donations", "uclamp", "affinity", "nice", "rt",
@@ -430,7 +427,7 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		unsigned long long holds = get(&e->held.n) + get(&e->rd_held.n);
 		unsigned long long hmax = get(&e->held.max_ns) > get(&e->rd_held.max_ns)
 		                          ? get(&e->held.max_ns) : get(&e->rd_held.max_ns);
-		char wmax[32], held[32], havg[32], hm[32], *site = site_buf;
+		char wait[32], wmax[32], held[32], havg[32], hm[32], *site = site_buf;
 
 		if (!shown(e, c->stats_sort))
 			continue;
@@ -449,44 +446,38 @@ static void report_text(int fd, enum why why, int sig, bool all)
 		    get(&e->donations), get(&e->lent[0]), get(&e->lent[1]), get(&e->lent[2]),
 		    get(&e->lent[3]), site[0] ? site : "-");
 	}
-	/* Each row's lock: its address, stacks, and an rwlock's holds by kind. */
-	nshown = 0;
-	for (size_t i = 0; i < n && nshown < c->stats_top; i++) {
-		const struct plk_lockrow *e = rows[i];
-		char *stack = stack_buf, held[32], hm[32];
+}
 
-		if (!shown(e, c->stats_sort))
-			continue;
-		nshown++;
-		say(fd, "proxylock: #%zu %s %p\n", nshown, e->kind == PLK_ROW_RWLOCK ? "rwlock" : "mutex",
-		    e->addr);
-		stack_str(sy, &e->contended_at, stack, sizeof(stack_buf));
-		if (stack[0])
-			say(fd, "proxylock:     first contended at %s\n", stack);
-		stack_str(sy, &e->init_at, stack, sizeof(stack_buf));
-		if (stack[0])
-			say(fd, "proxylock:     initialised at %s\n", stack);
-		if (get(&e->reacquired_contended))
-			say(fd, "proxylock:     of its contended acquisitions, %llu were condvar "
-			    "re-acquisitions (their wait is the condvar's)\n", get(&e->reacquired_contended));
-		if (e->kind == PLK_ROW_RWLOCK) {
-			ms_str(held, sizeof(held), get(&e->held.ns));
-			ms_str(hm, sizeof(hm), get(&e->held.max_ns));
-			say(fd, "proxylock:     held for writing %llu times, %s ms (max %s ms); ",
-			    get(&e->held.n), held, hm);
-			ms_str(held, sizeof(held), get(&e->rd_held.ns));
-			ms_str(hm, sizeof(hm), get(&e->rd_held.max_ns));
-			say(fd, "for reading %llu times, %s ms (max %s ms)\n", get(&e->rd_held.n), held, hm);
-		}
+/* Row @nth's lock @e: its address, stacks, and an rwlock's holds by kind. */
+static void text_lock(int fd, struct plk_symbols *sy, const struct plk_lockrow *e, size_t nth)
+{
+	char *stack = stack_buf, held[32], hm[32];
+
+	say(fd, "proxylock: #%zu %s %p\n", nth, e->kind == PLK_ROW_RWLOCK ? "rwlock" : "mutex",
+	    e->addr);
+	stack_str(sy, &e->contended_at, stack, sizeof(stack_buf));
+	if (stack[0])
+		say(fd, "proxylock:     first contended at %s\n", stack);
+	stack_str(sy, &e->init_at, stack, sizeof(stack_buf));
+	if (stack[0])
+		say(fd, "proxylock:     initialised at %s\n", stack);
+	if (get(&e->reacquired_contended))
+		say(fd, "proxylock:     of its contended acquisitions, %llu were condvar "
+		    "re-acquisitions (their wait is the condvar's)\n", get(&e->reacquired_contended));
+	if (e->kind == PLK_ROW_RWLOCK) {
+		ms_str(held, sizeof(held), get(&e->held.ns));
+		ms_str(hm, sizeof(hm), get(&e->held.max_ns));
+		say(fd, "proxylock:     held for writing %llu times, %s ms (max %s ms); ",
+		    get(&e->held.n), held, hm);
+		ms_str(held, sizeof(held), get(&e->rd_held.ns));
+		ms_str(hm, sizeof(hm), get(&e->rd_held.max_ns));
+		say(fd, "for reading %llu times, %s ms (max %s ms)\n", get(&e->rd_held.n), held, hm);
 	}
-	if (nworth)
-		say(fd, "proxylock: %zu of %zu locks shown, by %s (proxylock run --top=N "
-		    "--sort=wait|contended|held|donations)\n", nshown, nworth, sort_names[c->stats_sort]);
-	if (plk_symbols_by_offset(sy))
-		say(fd, "proxylock: %lu frames named by module and offset: a report from a signal "
-		    "searches symbols for %d addresses at most\n", plk_symbols_by_offset(sy),
-		    SIGNAL_NAMES);
-	plk_symbols_close(sy);
+}
+
+/* The mutexes waiters found held by an exited thread. */
+static void text_dead_owners(int fd)
+{
 	for (unsigned i = 0, nd = plk_dead_count(); i < nd; i++) {
 		const void *lock;
 		bool robust;
@@ -498,6 +489,37 @@ static void report_text(int fd, enum why why, int sig, bool all)
 			say(fd, "proxylock:   mutex %p owner %d %s\n", lock, (int)tid,
 			    robust ? "(robust, taken over)" : "(not robust: stuck)");
 	}
+}
+
+static void report_text(int fd, enum why why, int sig, bool all)
+{
+	const struct plk_config *c = plk_config();
+	struct plk_lockrow *fallback[FALLBACK_ROWS], **rows;
+	struct plk_symbols *sy;
+	struct totals t;
+	size_t n, bytes, nshown = 0, nworth = 0;
+
+	rows = gather(fallback, &n, &bytes, &t, c->stats_sort);
+	if (!all && !worth_saying(&t))
+		goto out;
+	text_head(fd, why, sig, &t);
+	for (size_t i = 0; i < n; i++)
+		nworth += shown(rows[i], c->stats_sort);
+	sy = nworth ? plk_symbols_open(names_bound(why)) : NULL;
+	text_table(fd, sy, rows, n, c);
+	for (size_t i = 0; i < n && nshown < c->stats_top; i++) {
+		if (shown(rows[i], c->stats_sort))
+			text_lock(fd, sy, rows[i], ++nshown);
+	}
+	if (nworth)
+		say(fd, "proxylock: %zu of %zu locks shown, by %s (proxylock run --top=N "
+		    "--sort=wait|contended|held|donations)\n", nshown, nworth, sort_names[c->stats_sort]);
+	if (plk_symbols_by_offset(sy))
+		say(fd, "proxylock: %lu frames named by module and offset: a report from a signal "
+		    "searches symbols for %d addresses at most\n", plk_symbols_by_offset(sy),
+		    SIGNAL_NAMES);
+	plk_symbols_close(sy);
+	text_dead_owners(fd);
 out:
 	if (bytes)
 		munmap(rows, bytes);
