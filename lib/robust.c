@@ -22,6 +22,7 @@
 
 #include "chain.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "liveness.h"
 #include "lockword.h"
 #include "observe.h"
@@ -46,6 +47,7 @@ int plk_take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, u
 {
 	bool more;
 
+	plk_inv_bucket_held(b, m);
 	if (plk_owner_tid_locked(w) != dead)
 		return PLK_DEAD_STALE;
 	if (!(m->__flags & PLK_ROBUST)) {
@@ -62,6 +64,7 @@ int plk_take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, u
 	m->__count = 0;
 	if (more)
 		plk_chain_update(b, m);  /* we wait on nothing */
+	plk_inv_mutex_m1(b, m);
 	return PLK_DEAD_TAKEN;
 }
 
@@ -131,6 +134,7 @@ void plk_mutex_make_unrecoverable(proxylock_mutex_t *m)
 			plk_waitq_unpark_prepare(t, PLK_PARK_WOKEN);
 			batch[n] = t;
 		}
+		plk_inv_mutex_m1(b, m);  /* M6: no WAITERS on the word set above */
 		plk_waitq_unlock(b);
 		for (int i = 0; i < n; i++)
 			plk_waitq_unpark(batch[i]);
