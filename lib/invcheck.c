@@ -45,7 +45,7 @@ void plk_inv_woken(struct plk_bucket *b, struct plk_thread *t, const void *key)
 
 void plk_inv_back(struct plk_bucket *b, struct plk_thread *me, const void *at)
 {
-	const void *key = me->inv_owes;
+	const void *key = me ? me->inv_owes : NULL;
 
 	plk_assert_held(&b->lock);
 	if (!key)
@@ -76,7 +76,7 @@ void plk_inv_mutex_m1(struct plk_bucket *b, const proxylock_mutex_t *m)
 	              "way back");
 }
 
-void plk_inv_mutex_m2_release(struct plk_bucket *b, const proxylock_mutex_t *m, uint32_t self)
+void plk_inv_mutex_m2_release(struct plk_bucket *b, const proxylock_mutex_t *m, bool foreign)
 {
 	uint32_t w = plk_word(m);
 
@@ -84,7 +84,11 @@ void plk_inv_mutex_m2_release(struct plk_bucket *b, const proxylock_mutex_t *m, 
 	PLK_INVARIANT("M2", w & PLK_WAITERS,
 	              "only the release clears WAITERS: the slow unlock that saw them still sees "
 	              "them under the bucket");
-	PLK_INVARIANT("M2", !self || plk_owned_by_self(w, self),
+	/* No syscall under the bucket (a fork child's plk_tid() renewal, or
+	 * plk_owned_by_self's alias check, may make one): the TID cached in
+	 * TLS, which the unlock renewed before the bucket, against the owner
+	 * as a bucket holder reads it. */
+	PLK_INVARIANT("M2", foreign || plk_owner_tid_locked(w) == (pid_t)(uint32_t)plk_tls_id,
 	              "the slow unlock's word still names the unlocking owner");
 }
 

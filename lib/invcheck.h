@@ -42,7 +42,8 @@ PLK_HIDDEN void plk_inv_bucket_held(const struct plk_bucket *b, const void *key)
 PLK_HIDDEN void plk_inv_woken(struct plk_bucket *b, struct plk_thread *t, const void *key);
 
 /** plk_inv_back - under @at's bucket @b: the caller @me, if woken with a
- * duty to a queue of that bucket, is back and takes it up (uncounted). */
+ * duty to a queue of that bucket, is back and takes it up (uncounted).
+ * @me may be NULL (no record: never woken). */
 PLK_HIDDEN void plk_inv_back(struct plk_bucket *b, struct plk_thread *me, const void *at);
 
 /**
@@ -57,10 +58,10 @@ PLK_HIDDEN void plk_inv_mutex_m1(struct plk_bucket *b, const proxylock_mutex_t *
  * plk_inv_mutex_m2_release - the slow unlock under @m's bucket @b,
  * before it writes the word: M2, only the release clears WAITERS, and
  * the owner came here because it saw WAITERS, so the word still shows
- * them and (if @self, not a foreign unlock's 0) names @self.
+ * them and (unless @foreign, a non-owner's unlock) names the caller.
  */
 PLK_HIDDEN void plk_inv_mutex_m2_release(struct plk_bucket *b, const proxylock_mutex_t *m,
-                                         uint32_t self);
+                                         bool foreign);
 
 /**
  * plk_inv_mutex_m1_bare_release - a slow unlock about to release @m
@@ -116,8 +117,8 @@ static inline void plk_inv_back(struct plk_bucket *b, struct plk_thread *me, con
 static inline void plk_inv_mutex_m1(struct plk_bucket *b, const proxylock_mutex_t *m)
 { (void)b; (void)m; }
 static inline void plk_inv_mutex_m2_release(struct plk_bucket *b, const proxylock_mutex_t *m,
-                                            uint32_t self)
-{ (void)b; (void)m; (void)self; }
+                                            bool foreign)
+{ (void)b; (void)m; (void)foreign; }
 static inline void plk_inv_mutex_m1_bare_release(proxylock_mutex_t *m)
 { (void)m; }
 static inline void plk_inv_mutex_m4(const proxylock_mutex_t *m, const struct plk_thread *head)

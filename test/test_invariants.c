@@ -148,7 +148,7 @@ static void m2_of_a_release_whose_word_lost_waiters(void)
 	mutex_with_a_waiter();
 	lose_waiters_bit();
 	b = plk_waitq_lock(&m);
-	plk_inv_mutex_m2_release(b, &m, plk_tid());
+	plk_inv_mutex_m2_release(b, &m, false);
 	plk_waitq_unlock(b);
 }
 
