@@ -62,6 +62,7 @@ static void update_at(struct plk_bucket *b, proxylock_mutex_t *m, int depth)
 
 	pid_t owner = plk_owner_tid_locked(w);  /* no syscall under the bucket */
 
+	plk_assert_held(&b->lock);  /* I3: a lend is recorded only under the bucket */
 	if (!kinds || !(w & PLK_WAITERS) || owner == 0)
 		return;
 	plk_lends_init(&lend);
@@ -113,6 +114,7 @@ static void rw_update_at(struct plk_bucket *b, proxylock_rwlock_t *rw, int depth
 	bool queued = false;
 	int n;
 
+	plk_assert_held(&b->lock);  /* I3, RW6: lends are recorded only under the bucket */
 	if (!kinds || !(w & PLK_RW_WAITERS) || w == PLK_RW_DESTROYED)
 		return;
 	plk_lends_init(&lend);

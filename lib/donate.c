@@ -77,6 +77,7 @@
 
 #include "config.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "observe.h"
 #include "probes.h"
 #include "schedctl.h"
@@ -113,6 +114,7 @@ static bool combine_held(struct plk_thread *t, const struct plk_lend_env *env, b
 	struct plk_cpu_owner own;
 	struct plk_lend all;
 
+	plk_assert_held(&t->lock);
 	plk_lend_init(&all);
 	for (int i = 0; i < t->nheld; i++)
 		plk_lend_merge(&all, by_locks ? &t->held[i].lend.by_locks : &t->held[i].lend.all);
@@ -137,15 +139,20 @@ static bool recompute(struct plk_thread *t)
 {
 	struct plk_lend_env env;
 
+	bool locks_changed;
+
 	lend_env(&env);
 	if (combine_held(t, &env, false, &t->eff, &t->eff_cpus))
 		t->gen++;
-	return combine_held(t, &env, true, &t->eff_locks, &t->eff_locks_cpus);
+	locks_changed = combine_held(t, &env, true, &t->eff_locks, &t->eff_locks_cpus);
+	plk_inv_i1_target(t);
+	return locks_changed;
 }
 
 /* Is work due for the token holder?  t->lock held. */
 static bool apply_due(const struct plk_thread *t)
 {
+	plk_assert_held(&t->lock);
 	return t->gen != t->applied_gen || t->base_check;
 }
 
@@ -168,6 +175,7 @@ static int held_find(const struct plk_thread *t, const void *lock)
  */
 static void held_first(struct plk_thread *t)
 {
+	plk_assert_held(&t->lock);
 	if (t->applier || t->view_stale || !plk_sched_equal(&t->applied, &t->base))
 		return;
 	t->base_unverified = true;
@@ -183,6 +191,7 @@ static bool held_set(struct plk_thread *t, const void *lock, const struct plk_le
 	int i = held_find(t, lock);
 	bool locks_changed;
 
+	plk_assert_held(&t->lock);
 	if (l->all.kinds == 0) {
 		if (i < 0)
 			return false;
@@ -263,6 +272,7 @@ bool plk_donate_next_deferred(struct plk_apply *out)
  */
 static bool context_read(const struct plk_thread *w)
 {
+	plk_assert_held(&w->lock);
 	return w->base_ns != 0;
 }
 
@@ -272,6 +282,7 @@ static bool context_read(const struct plk_thread *w)
 static void fold_lent(struct plk_lend *l, const struct plk_thread *w, bool by_locks,
                       unsigned kinds)
 {
+	plk_assert_held(&w->lock);
 	for (int i = 0; i < w->nheld; i++) {
 		struct plk_lend m = by_locks ? w->held[i].lend.by_locks : w->held[i].lend.all;
 
@@ -435,6 +446,9 @@ static bool base_reread(struct plk_thread *t, pid_t tid)
 	struct plk_sched_ctx now;
 	uint64_t ns;
 
+	plk_assert_held(&t->lock);
+	PLK_INVARIANT("I4", t->applier, "B(T) is read from the kernel only by T's token holder");
+
 	if (!holder_read(t, tid, &now, &ns))
 		return false;
 	t->base = now;
@@ -477,6 +491,7 @@ static bool call_back(struct apply_run *r, const struct plk_sched_ctx *cur)
 {
 	struct plk_thread *t = r->t;
 
+	plk_assert_held(&t->lock);
 	if (r->lost)
 		return false;
 	if (t->token_epoch == r->epoch) {
@@ -503,6 +518,8 @@ static bool call_gate(void *arg, const struct plk_sched_ctx *cur)
 
 	plk_ilock_lock(&t->lock);
 	open = call_back(r, cur) && t->gen == r->gen;
+	PLK_INVARIANT("I2", !open || (t->applier && t->token_epoch == r->epoch),
+	              "only the token holder makes calls");
 	if (!r->lost)  /* T.call_out is the holder's: not ours to write once taken over */
 		t->call_out = open;
 	r->out = open;
@@ -518,6 +535,7 @@ static bool call_gate(void *arg, const struct plk_sched_ctx *cur)
  */
 static bool overtake(struct plk_thread *t)
 {
+	plk_assert_held(&t->lock);
 	if (!t->call_lowers || t->nheld == 0 || plk_sched_equal(&t->eff, &t->base))
 		return false;
 	t->token_epoch++;
@@ -566,6 +584,8 @@ static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 	unsigned seen_kinds = 0;
 	bool reread = false;
 
+	plk_assert_held(&t->lock);
+	PLK_INVARIANT("I2", t->applier, "the apply loop runs holding T's token");
 	for (;;) {
 		/* The stale view is re-read before any call, and again once
 		 * the last orphan is back. */
@@ -597,6 +617,8 @@ static bool apply_locked(struct plk_thread *t, pid_t tid, uint64_t now_ns)
 		 * its key destructor takes the token before retiring it. */
 		bool adopted = t->adopted;
 
+		PLK_INVARIANT("I2", t->applier && t->token_epoch == r.epoch,
+		              "only the token holder makes calls");
 		fork_note_apply(tid);
 		t->call_lowers = !lent;
 		r.gen = gen;
@@ -867,6 +889,7 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 	changed = held_set(self, lock, &none);
 	if (!changed && !apply_due(self) && !self->applier && !self->orphans) {
 		plk_ilock_unlock(&self->lock);  /* nothing was lent through @lock */
+		plk_inv_i1_restored(self);
 		return;
 	}
 	/* Released on the way into a wait (a condvar's, queued first): what
@@ -877,6 +900,7 @@ void plk_donate_withdraw(struct plk_thread *self, const void *lock)
 	 * sure of what the lender left once it is ours. */
 	while (plk_thread_token_wait(self, tid) && !apply_locked(self, tid, now_ns))
 		plk_ilock_lock(&self->lock);
+	plk_inv_i1_restored(self);
 }
 
 bool plk_donate_base_set(pid_t tid, unsigned fields, bool (*set)(void *), void *arg)

@@ -15,6 +15,44 @@
 
 __thread unsigned plk_ilock_depth __attribute__((tls_model("initial-exec")));
 
+#ifdef PLK_DEBUG_INVARIANTS
+/* The internal locks this thread holds (futex.h, Owners); NULL: free. */
+static __thread const plk_ilock_t *ilock_mine[PLK_ILOCK_MINE_MAX]
+	__attribute__((tls_model("initial-exec")));
+
+void plk_ilock_mine_add(const plk_ilock_t *l)
+{
+	for (int i = 0; i < PLK_ILOCK_MINE_MAX; i++)
+		if (!ilock_mine[i]) {
+			ilock_mine[i] = l;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);  /* listed before a handler can look */
+			return;
+		}
+	plk_invariant_failed("I5", "at most PLK_ILOCK_MINE_MAX internal locks are held at once (the lock order)",
+	                     __func__, __FILE__, __LINE__);
+}
+
+void plk_ilock_mine_drop(const plk_ilock_t *l)
+{
+	for (int i = 0; i < PLK_ILOCK_MINE_MAX; i++)
+		if (ilock_mine[i] == l) {
+			ilock_mine[i] = NULL;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return;
+		}
+	plk_invariant_failed("held", "an internal lock is released by the thread that holds it",
+	                     __func__, __FILE__, __LINE__);
+}
+
+bool plk_ilock_held_by_me(const plk_ilock_t *l)
+{
+	for (int i = 0; i < PLK_ILOCK_MINE_MAX; i++)
+		if (ilock_mine[i] == l)
+			return true;
+	return false;
+}
+#endif
+
 /*
  * The internal lock's own futex calls are the one syscall allowed under
  * an internal lock: with -Dlockcheck=true they skip the check on

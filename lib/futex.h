@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "invariant.h"
+
 #define PLK_HIDDEN __attribute__((visibility("hidden")))
 
 /**
@@ -161,6 +163,38 @@ static inline void plk_ilock_leave(void)
 		plk_cond_deferred_run();
 }
 
+/*
+ * Owners (-Ddebug_invariants=true only, invariant.h): each thread lists
+ * the internal locks it holds in PLK_ILOCK_MINE_MAX initial-exec TLS
+ * slots (the deepest nesting is two buckets, a record, the free list),
+ * added after the word is taken and removed before it is released, so
+ * that plk_assert_held() can say "held by this thread", as lockdep does.
+ * A handler finds the list as its interrupted code left it: it takes an
+ * internal lock only when plk_ilock_busy() is false, that is with no
+ * slot of the interrupted code's in use or about to be.  Nothing of ours
+ * is held across a fork (fork.c), so a fork child's list is empty.
+ * Without the option plk_ilock_t, its fast paths and this list are as
+ * they were: the hooks below are empty.
+ */
+#ifdef PLK_DEBUG_INVARIANTS
+#define PLK_ILOCK_MINE_MAX 8
+/** plk_ilock_mine_add - (futex.c) note @l as taken by this thread. */
+PLK_HIDDEN void plk_ilock_mine_add(const plk_ilock_t *l);
+/** plk_ilock_mine_drop - (futex.c) note @l released; abort ("held") if
+ * this thread did not hold it. */
+PLK_HIDDEN void plk_ilock_mine_drop(const plk_ilock_t *l);
+/** plk_ilock_held_by_me - does this thread hold @l? */
+PLK_HIDDEN bool plk_ilock_held_by_me(const plk_ilock_t *l);
+#define plk_assert_held(l) \
+	PLK_INVARIANT("held", plk_ilock_held_by_me(l), "internal lock " #l " is held by this thread")
+#else
+#define plk_ilock_mine_add(l) ((void)(l))
+#define plk_ilock_mine_drop(l) ((void)(l))
+/* plk_assert_held - lockdep_assert_held(): abort unless this thread
+ * holds internal lock @l (-Ddebug_invariants=true; else nothing). */
+#define plk_assert_held(l) ((void)sizeof(l))
+#endif
+
 /** plk_ilock_lock - take @l: one CAS when free. */
 static inline void plk_ilock_lock(plk_ilock_t *l)
 {
@@ -170,11 +204,13 @@ static inline void plk_ilock_lock(plk_ilock_t *l)
 	if (!__atomic_compare_exchange_n(&l->word, &zero, 1, 0,
 	                                 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		plk_ilock_lock_slow(l);
+	plk_ilock_mine_add(l);
 }
 
 /** plk_ilock_unlock - release @l, waking its sleepers if there are any. */
 static inline void plk_ilock_unlock(plk_ilock_t *l)
 {
+	plk_ilock_mine_drop(l);
 	if (__atomic_exchange_n(&l->word, 0, __ATOMIC_RELEASE) == 2)
 		plk_ilock_unlock_slow(l);
 	plk_ilock_leave();

@@ -76,6 +76,7 @@ static bool key_ready;
 /* The slot of @lend begun by the caller, or -1; the table's lock held. */
 static int slot_of(const proxylock_lend_t *lend)
 {
+	plk_assert_held(&lends.lock);
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
 		if (lends.slot[i].handle == lend && pthread_equal(lends.slot[i].lender, pthread_self()))
 			return i;
@@ -85,6 +86,7 @@ static int slot_of(const proxylock_lend_t *lend)
 /* Is @lend begun, by any thread?  Its address names the lend; the table's lock held. */
 static bool handle_begun(const proxylock_lend_t *lend)
 {
+	plk_assert_held(&lends.lock);
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
 		if (lends.slot[i].handle == lend)
 			return true;
@@ -96,6 +98,7 @@ static int begun_by_caller(void)
 {
 	int n = 0;
 
+	plk_assert_held(&lends.lock);
 	for (int i = 0; i < PLK_LENDS_MAX; i++)
 		n += lends.slot[i].handle && pthread_equal(lends.slot[i].lender, pthread_self());
 	return n;
@@ -172,6 +175,8 @@ static int slot_add(const proxylock_lend_t *lend, pid_t tid)
 				lends.slot[i] = (struct lend_slot){ lend, pthread_self(), tid };
 				err = 0;
 			}
+		PLK_INVARIANT("X1", begun_by_caller() <= PLK_LEND_NEST_MAX,
+		              "at most PLK_LEND_NEST_MAX lends begun by one thread");
 	}
 	plk_ilock_unlock(&lends.lock);
 	return err;

@@ -99,6 +99,10 @@ struct plk_thread {
 	bool rw_writer;                /* queued on an rwlock for writing (else reading) */
 	uintptr_t *rw_grant_slot;      /* a queued reader's reserved read-set slot, which
 	                                  the granter fills (rdset.h); NULL: untracked */
+#ifdef PLK_DEBUG_INVARIANTS
+	const void *inv_owes;          /* woken with M1's or RW8's duty to this key's queue,
+	                                  not back at its bucket yet (invcheck.c) */
+#endif
 };
 
 /* A condvar waiter queues under its condvar's address with bit 0 set, so

@@ -22,6 +22,7 @@
 
 #include "chain.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "liveness.h"
 #include "lockword.h"
 #include "observe.h"
@@ -47,6 +48,7 @@ int plk_take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, u
 {
 	bool more;
 
+	plk_inv_bucket_held(b, m);
 	if (plk_owner_tid_locked(w) != dead)
 		return PLK_DEAD_STALE;
 	if (!(m->__flags & PLK_ROBUST)) {
@@ -63,6 +65,7 @@ int plk_take_from_dead(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t w, u
 	m->__count = 0;
 	if (more)
 		plk_chain_update(b, m);  /* we wait on nothing */
+	plk_inv_mutex_m1(b, m);
 	return PLK_DEAD_TAKEN;
 }
 

@@ -176,7 +176,7 @@ bool plk_wakers_note(struct plk_bucket *b, const void *key)
 	unsigned before;
 	int slot = 0;
 
-	(void)b;
+	plk_assert_held(&b->lock);  /* K1: the wakers change under the bucket */
 	if (!e)
 		return false;
 	before = fresh_mask(e);
@@ -239,6 +239,7 @@ void plk_wakers_update(struct plk_bucket *b, const void *key, int depth)
 	struct plk_lends l, none = { .all.kinds = 0, .by_locks.kinds = 0 };
 	pid_t want[PLK_WAKERS_MAX];
 
+	plk_assert_held(&b->lock);  /* K1 */
 	if (!e)
 		return;
 	plk_lends_init(&l);
@@ -252,6 +253,8 @@ void plk_wakers_update(struct plk_bucket *b, const void *key, int depth)
 		if (want[i])
 			plk_donate_set(want[i], key, &l, depth);
 		e->lent[i] = want[i];
+		PLK_INVARIANT("K1", !want[i] || plk_waitq_first(b, key),
+		              "an update leaves nobody lent to through a key with nobody queued");
 	}
 }
 

@@ -9,44 +9,10 @@
  * archive, and so is linked with the same --wrap list as the library.
  */
 #include <signal.h>
-#include <sys/wait.h>
 
-#include "helpers.h"
+#include "child.h"
 #include "registry.h"
 #include "waitq.h"
-
-/* What a child did: its wait status, and what it wrote to stderr. */
-struct outcome {
-	int status;
-	char err[4096];
-};
-
-/* Run @fn in a forked child, its stderr into out->err; _exit(0) after. */
-static void run_child(void (*fn)(void), struct outcome *out)
-{
-	int fds[2];
-	size_t len = 0;
-	ssize_t n;
-	pid_t pid;
-
-	ck_assert_int_eq(pipe(fds), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		close(fds[0]);
-		dup2(fds[1], 2);
-		unsetenv("PLK_LOCKCHECK");  /* abort, whatever the suite runs with */
-		fn();
-		_exit(0);
-	}
-	close(fds[1]);
-	while (len < sizeof(out->err) - 1 &&
-	       (n = read(fds[0], out->err + len, sizeof(out->err) - 1 - len)) > 0)
-		len += (size_t)n;
-	out->err[len] = 0;
-	close(fds[0]);
-	ck_assert_int_eq(waitpid(pid, &out->status, 0), pid);
-}
 
 /* @fn must die of SIGABRT, having named @what. */
 static void expect_abort(void (*fn)(void), const char *what)
@@ -64,12 +30,7 @@ static void expect_abort(void (*fn)(void), const char *what)
 /* @fn must exit 0 with nothing reported. */
 static void expect_pass(void (*fn)(void))
 {
-	struct outcome o;
-
-	run_child(fn, &o);
-	ck_assert_msg(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0,
-	              "child failed (status %#x); stderr: %s", o.status, o.err);
-	ck_assert_msg(!strstr(o.err, "lockcheck"), "unexpected report: %s", o.err);
+	expect_clean_exit(fn, "lockcheck");
 }
 
 static int some_lock;   /* a lock address, for its wait-queue bucket */
