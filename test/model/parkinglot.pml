@@ -57,7 +57,7 @@
  *   PL_WAKE_OF w      (defined) wake as client w does (the rwlock's
  *                     releases all grant)
  *
- * Variables every thread has: me, park[], pl (what the park came to),
+ * Variables every thread has: me, park[], pl (the validation's verdict),
  * and again with PL_BATCH.
  */
 
