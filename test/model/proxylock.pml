@@ -5,18 +5,26 @@
  * "The protocol model": what it proves and leaves out).
  *
  * Which code each part stands for (proxylock.pml and rwlock.pml):
+ *   parkinglot.pml: Q_sleep, Q_exit, C_park, C_unpark
+ *       plk_waitq_park (its sleep, its timed-out/cancelled exit) and
+ *       plk_waitq_unpark (waitq.c), written once; queues mutex_ (L),
+ *       cond_ (c), rw_; parks lock_block, cond_wait, rdlock_slow,
+ *       rdlock_rec, wrlock_slow; unparks unlock_wake, cond_wake,
+ *       cond_pass_on, and wrunlock, rdunlock_slot, rdunlock_solo, which
+ *       wake through grant.  Each C_* and Q_* piece is that client's
+ *       callback (validate, queued, tell, finish, ...)
  *   mutex_lock, lock_block
  *       plk_mutex_lock_fast (lockword.h); plk_mutex_lock_slow's spin
- *       and lock_block (mutex.c), sleeping in plk_waitq_park
- *   acquire_locked, lock_timedout, unlock_wake
- *       the same functions in mutex.c
+ *       and lock_block (mutex.c): its park's pieces lock_block_*
+ *   acquire_locked, mutex_exit (mutex_left, mutex_taken_off), unlock_wake_*
+ *       acquire_locked, lock_timedout, unlock_wake in mutex.c
  *   mutex_unlock
  *       plk_mutex_unlock_fast (lockword.h), plk_mutex_unlock_slow
  *   enq, deq, cenq, cdeq
  *       plk_waitq_enqueue, plk_waitq_dequeue (waitq.c)
- *   cond_wait, cond_wake, mutex_take
- *       plk_cond_wait and its timeout and cancellation paths;
- *       plk_cond_wake, move_to_mutex; mutex_take,
+ *   cond_wait, cond_wake, cond_pass_on, mutex_take
+ *       plk_cond_wait and its timeout and cancellation paths (cond_exit);
+ *       plk_cond_wake, move_to_mutex; cond_pass_on; mutex_take,
  *       plk_mutex_lock_requeued
  *   cupdate, cunlock (-DCOND)
  *       plk_wakers_update after every change of a condvar's queue; K1
@@ -34,10 +42,10 @@
  *   rdlock, rdlock_rec, rdunlock, rdunlock_rec, rdunlock_solo
  *       rdlock_slow, recursive holds, plk_rw_rdunlock_fast/_waiting,
  *       unlock_slow, the solo release
- *   wrlock, wrunlock, rw_wait
+ *   wrlock, wrunlock, rw_sleep, rw_rescan, rw_exit
  *       wrlock_slow (one CAS for the spin), unlock_slow; rw_park,
  *       rw_rescan, rw_timedout
- *   grant, grant_loop, lend_update, unlend_publishers, convert
+ *   grant_wake_locked, grant_wake, lend_update, unlend_publishers, convert
  *       grant, grant_and_unlock (-DRW_BATCH), plk_chain_rw_update,
  *       withdraw_publishers, join_locked
  *
@@ -46,6 +54,7 @@
  *                     waiter and a plain waiter (ROUNDS each)
  *   -DROUNDS=n        default 1
  *   -DCOND            condvar: a producer, a waiter that is cancelled, a consumer
+ *                     whose first wait may time out
  *   -DBROADCAST       with -DCOND: the producer broadcasts instead of signalling
  * Broken variants, each must fail:
  *   -DBROKEN_TIMEDOUT the old lock_timedout (one CAS try): lost wake-up
@@ -419,171 +428,190 @@ inline cs() {
 	incs--
 }
 
-/* lock_timedout: our deadline passed while park read WAITING.  got = 1
- * if we own L after all. */
-inline lock_timedout() {
-	bucket_lock(bl);
-	if
-	:: park[me] == HANDED ->
-		CHECK(OWNER(word) == me, "violated: M4\n");
-		got = 1
-	:: else ->
-		if
-		:: onq[me] -> deq(me)
-		:: else
-		fi;
-#ifndef BROKEN_TIMEDOUT
-		/* FIXED: until L is ours, or the word agrees with the queue. */
-		do
-		:: w = word;
-			if
-			:: w == 0 ->
-				acquire_locked();
-				if
-				:: got -> break
-				:: else
-				fi
-			:: w != 0 && ql == 0 ->
-				/* W, if set, stays: the owner's slow unlock
-				 * waits for the apply of the withdrawal
-				 * (donate.c, I1) and releases. */
-				got = 0;
-				break
-			:: w != 0 && ql > 0 ->
-				if
-				:: w & W -> got = 0; break
-				:: else ->
-					atomic {
-						if
-						:: word == w -> setword(w | W); got = 0; break
-						:: else
-						fi
-					}
-				fi
-			fi
-		od;
-#ifdef APPLY
-		/* plk_chain_update: acquire_locked's (we took L), or the
-		 * owner's lend without us (PLK_WAITERS was set or is now).
-		 * (i = 0: a no-op, as a break may not jump into a d_step.) */
-		i = 0;
-		d_step {
-			if
-			:: got -> tg = me; bump(ql > 0)
-			:: !got && ((w & W) || ql > 0) -> tg = OWNER(w); bump(ql > 0)
-			:: else
-			fi
-		};
-#endif
+/* ---- L's queue in the parking lot (parkinglot.pml) -------------------
+ * Its bucket is bl (the drop checks M1); what the bucket covers is steps
+ * of their own: the fast paths move the word meanwhile.  Only the timed
+ * waiter's locks (role 1, without COND) may leave by their deadline. */
+#ifdef COND
+#define MUTEX_TIMED	0
 #else
-		/* OLD: one try at each. */
-		acquire_locked();
-		if
-		:: !got ->
-			w = word;
-			if
-			:: ql > 0 && !(w & W) && w != 0 ->
-				atomic {
-					if
-					:: word == w -> setword(w | W); w = w | W
-					:: else
-					fi
-				}
-			:: else
-			fi;
-			if
-			:: (w & W) && ql == 0 ->
-				atomic {
-					if
-					:: word == w -> setword(w & ~W)
-					:: else
-					fi
-				}
-			:: else
-			fi
-		:: else
-		fi;
+#define MUTEX_TIMED	(role == 1)
 #endif
-		coming[me] = 0
-	fi;
-	unlock_l()
-#ifdef APPLY
-	; apply_bumped()	/* (c) after the bucket is dropped */
-#endif
+inline mutex_bucket_lock() { bucket_lock(bl) }
+#define mutex_bucket_unlock	unlock_l
+#define mutex_UNDER
+#define mutex_ONE_STEP	0
+/* At the tail, or (woken: re-queued) at the head once past the handoff
+ * bound (M3: a free choice here, as the handoff). */
+inline mutex_enqueue(t) {
+	if
+	:: enq(t, 0)
+	:: woken -> enq(t, 1)
+	fi
 }
-
-/* lock_block: queue and sleep until L is ours (got = 1) or the deadline
- * passes (timed; got = 0).  woken: re-queue at the tail, or at the head
- * once past the handoff bound (M3: a free choice here, as the handoff). */
-inline lock_block(timed) {
+#define mutex_dequeue	deq
+#define mutex_WAKES	1
+/* HANDED: the word names us (M4); WOKEN: back to the bucket. */
+#define mutex_handed()	CHECK(OWNER(word) == me, "violated: M4\n"); got = 1
+#define mutex_woken()	woken = 1; pl = PL_NO
+#define mutex_LEAVES	(MUTEX_TIMED && park[me] == WAITING)
+#define MUTEX_LEFT	2	/* pl: left by the exit */
+#define mutex_leaving()	pl = MUTEX_LEFT
+#define mutex_ALSO
+#define mutex_STILL_QUEUED	onq[me]
+/* lock_timedout's leave, off the queue (or WOKEN, on its way back):
+ * got = 1 if we own L after all. */
+inline mutex_left() {
+#ifndef BROKEN_TIMEDOUT
+	/* FIXED: until L is ours, or the word agrees with the queue. */
 	do
-	:: bucket_lock(bl);
-		w = word;
+	:: w = word;
 		if
 		:: w == 0 ->
 			acquire_locked();
-#ifdef APPLY
-			d_step {
-				if
-				:: got -> tg = me; bump(ql > 0)
-				:: else
-				fi
-			};
-#endif
-			unlock_l();
-#ifdef APPLY
-			apply_bumped();
-#endif
 			if
 			:: got -> break
 			:: else
 			fi
-		:: w != 0 ->
-			ok = 1;
+		:: w != 0 && ql == 0 ->
+			/* W, if set, stays: the owner's slow unlock
+			 * waits for the apply of the withdrawal
+			 * (donate.c, I1) and releases. */
+			got = 0;
+			break
+		:: w != 0 && ql > 0 ->
 			if
-			:: !(w & W) ->
+			:: w & W -> got = 0; break
+			:: else ->
 				atomic {
 					if
-					:: word == w -> setword(w | W)
-					:: else -> ok = 0
+					:: word == w -> setword(w | W); got = 0; break
+					:: else
 					fi
 				}
-			:: else
-			fi;
-			if
-			:: !ok -> unlock_l()
-			:: ok ->
-				if
-				:: enq(me, 0)
-				:: woken -> enq(me, 1)
-				fi;
-#ifdef APPLY
-				/* plk_chain_update: we lend to the owner */
-				d_step { tg = OWNER(w); bump(1) };
-#endif
-				unlock_l();
-#ifdef APPLY
-				apply_bumped();	/* (a) then park */
-#endif
-				/* plk_waitq_park: sleep while park == WAITING */
-				if
-				:: park[me] == HANDED ->
-					CHECK(OWNER(word) == me, "violated: M4\n");
-					got = 1;
-					break
-				:: park[me] == WOKEN -> woken = 1
-				:: timed && park[me] == WAITING ->
-					lock_timedout();
-					break
-				fi
 			fi
 		fi
 	od;
-	woken = 0
+#ifdef APPLY
+	/* plk_chain_update: acquire_locked's (we took L), or the
+	 * owner's lend without us (PLK_WAITERS was set or is now).
+	 * (i = 0: a no-op, as a break may not jump into a d_step.) */
+	i = 0;
+	d_step {
+		if
+		:: got -> tg = me; bump(ql > 0)
+		:: !got && ((w & W) || ql > 0) -> tg = OWNER(w); bump(ql > 0)
+		:: else
+		fi
+	};
+#endif
+#else
+	/* OLD: one try at each. */
+	acquire_locked();
+	if
+	:: !got ->
+		w = word;
+		if
+		:: ql > 0 && !(w & W) && w != 0 ->
+			atomic {
+				if
+				:: word == w -> setword(w | W); w = w | W
+				:: else
+				fi
+			}
+		:: else
+		fi;
+		if
+		:: (w & W) && ql == 0 ->
+			atomic {
+				if
+				:: word == w -> setword(w & ~W)
+				:: else
+				fi
+			}
+		:: else
+		fi
+	:: else
+	fi;
+#endif
+	coming[me] = 0
+}
+#define mutex_left_wake()
+/* Taken off: handed L, or WOKEN on its way back (then as left). */
+inline mutex_taken_off() {
+	if
+	:: park[me] == HANDED -> CHECK(OWNER(word) == me, "violated: M4\n"); got = 1
+	:: else -> mutex_left()
+	fi
+}
+#ifdef APPLY
+#define mutex_after_left	apply_bumped	/* (c) after the bucket is dropped */
+#define mutex_after_taken	apply_bumped
+#else
+#define mutex_after_left()
+#define mutex_after_taken()
+#endif
+#define PL_Q mutex
+#include "parkinglot.pml"
+
+/* lock_block's park: the word free, take it here (acquire_locked); else
+ * set W by CAS (a failed one: the word moved, validate again).  pl is
+ * PL_NO on entry (lock_block's loop). */
+inline lock_block_validate() {
+	w = word;
+	if
+	:: w == 0 ->
+		acquire_locked();
+#ifdef APPLY
+		d_step {
+			if
+			:: got -> tg = me; bump(ql > 0)
+			:: else
+			fi
+		}
+#endif
+	:: else -> pl = PL_PARKED; got = 0	/* (got: a condvar waiter's, from before its wait) */
+	fi
+}
+inline lock_block_set_waiters() {
+	if
+	:: pl && !(w & W) ->
+		atomic {
+			if
+			:: word == w -> setword(w | W)
+			:: else -> pl = PL_NO
+			fi
+		}
+	:: else
+	fi
+}
+#ifdef APPLY
+#define lock_block_queued()	d_step { tg = OWNER(w); bump(1) }	/* plk_chain_update: we lend to the owner */
+#define lock_block_flush	apply_bumped	/* (a) then park */
+#else
+#define lock_block_queued()
+#define lock_block_flush()
+#endif
+#define lock_block_before_sleep()
+#define PL_CLIENT lock_block
+#include "parkinglot.pml"
+#undef PL_CLIENT
+
+/* lock_block: park until L is ours (got = 1), or the deadline passed
+ * (left by the exit); a failed validation or a WOKEN: again. */
+inline lock_block() {
+	do
+	:: lock_block_park();
+		if
+		:: got || pl == MUTEX_LEFT -> break
+		:: else
+		fi
+	od;
+	woken = 0; pl = 0
 }
 
 /* proxylock_mutex_lock / timedlock: fast CAS, spin phase, lock_block. */
-inline mutex_lock(timed) {
+inline mutex_lock() {
 	atomic {
 		if
 		:: word == 0 -> setword(me); coming[me] = 0; got = 1
@@ -610,22 +638,23 @@ inline mutex_lock(timed) {
 	od;
 	n = 0;
 	if
-	:: !got -> lock_block(timed)
+	:: !got -> lock_block()
 	:: else
 	fi
 }
 
-/* unlock_wake: W was set.  Hand off to the head or release and wake it. */
-inline unlock_wake() {
-	bucket_lock(bl);
-	t = 0;
+/* unlock_wake's unpark (W was set): the head, handed L, or L released
+ * and the head woken; nobody queued: L released. */
+#define unlock_wake_begin(site)
+#define unlock_wake_choose()
+#define unlock_wake_HAS_NEXT	(ql > 0)
+#define unlock_wake_NEXT	q[0]
+#define unlock_wake_T	t
+#define unlock_wake_EVERY	0
+#define unlock_wake_PICK_ALSO
+inline unlock_wake_tell(t) {
 	if
-	:: ql > 0 -> t = q[0]; deq(t)
-	:: else
-	fi;
-	if
-	:: t != 0 ->
-		/* hand off (head waited >= PROXYLOCK_HANDOFF_US) */
+	:: true ->	/* hand off (head waited >= PROXYLOCK_HANDOFF_US) */
 #ifndef BROKEN_M4
 		setword(t | (ql > 0 -> W : 0));
 #ifdef APPLY
@@ -637,29 +666,34 @@ inline unlock_wake() {
 		park[t] = HANDED;
 		setword(t | (ql > 0 -> W : 0))
 #endif
-	:: true ->
-		setword(0);
-		if
-		:: t != 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }
-		:: else
-		fi
-	fi;
-	t = 0;
-	unlock_l()
-#ifdef APPLY
-	; apply_bumped();	/* the new owner's lend, if handed */
-	/* (b) plk_donate_withdraw(me): after the wake, under our T.lock */
-	d_step { tg = me; bump(0) };
-	apply_bumped()
-#endif
+	:: true -> setword(0); d_step { park[t] = WOKEN; coming[t] = 1 }
+	fi
 }
+inline unlock_wake_finish() {
+	if
+	:: t == 0 -> setword(0)
+	:: else
+	fi;
+	t = 0
+}
+#ifdef APPLY
+/* the new owner's lend, if handed; (b) plk_donate_withdraw(me): after
+ * the wake, under our T.lock */
+#define unlock_wake_after_wake(site)	apply_bumped(); d_step { tg = me; bump(0) }; apply_bumped()
+#else
+#define unlock_wake_after_wake(site)
+#endif
+#define PL_CLIENT unlock_wake
+#include "parkinglot.pml"
+#undef PL_CLIENT
+#undef PL_Q
 
 /* proxylock_mutex_unlock: CAS self -> 0 unless W is set. */
 inline mutex_unlock() {
 	assert(OWNER(word) == me);
 	if
 	:: atomic { word == me -> setword(0) }
-	:: word == (me | W) -> unlock_wake()
+	:: word == (me | W) -> unlock_wake_unpark(0)
 	fi
 }
 
@@ -715,63 +749,6 @@ inline cunlock() {
 #define BOUND	(cql > 0)
 #endif
 
-/* plk_cond_wake -> move_to_mutex, both buckets (c's, then L's). */
-inline cond_wake(all) {
-	if
-	:: cql == 0		/* c->__waiters read without the bucket */
-	:: else ->
-		bucket_lock(bc);
-		bucket_lock(bl);
-		/* bound_waiter_queued: L is touched only while a waiter bound
-		 * to it is on c's queue; else it may be freed (issue 35). */
-		if
-		:: BOUND ->
-			CHECK(cql > 0, "violated: L touched after its last waiter left c\n");
-			/* mutex_mark_waiters */
-			do
-			:: w = word;
-				if
-				:: w == 0 || (w & W) -> break
-				:: else ->
-					atomic {
-						if
-						:: word == w -> setword(w | W); w = w | W; break
-						:: else
-						fi
-					}
-				fi
-			od
-		:: else -> w = 0	/* nobody queued: the loop below does nothing */
-		fi;
-		n = 0;
-		do
-		:: cql > 0 ->
-			t = cq[0];
-			cdeq(t);
-			requeued[t] = 1;
-#ifdef BROKEN_COND_WAKE
-			requeued[t] = w != 0 || n != 0;
-#endif
-			if
-			:: w == 0 && n == 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }; n = 1
-			:: else -> enq(t, 0)
-			fi;
-			if
-			:: !all -> break
-			:: else
-			fi
-		:: else -> break
-		od;
-		n = 0; t = 0;
-		waker = me;	/* plk_wakers_note */
-#ifndef BROKEN_WAKERS_WAKE
-		cupdate();
-#endif
-		cunlock();
-		unlock_l()
-	fi
-}
-
 /* cond_leave's update (BROKEN_WAKERS_LEAVE: none). */
 inline cleave_update() {
 #ifndef BROKEN_WAKERS_LEAVE
@@ -785,58 +762,157 @@ inline cleave_update() {
 inline mutex_take() {
 	if
 	:: st == HANDED -> CHECK(OWNER(word) == me, "violated: M4\n")
-	:: st == WOKEN && requeued[me] -> woken = 1; lock_block(0)	/* plk_mutex_lock_requeued */
-	:: else -> mutex_lock(0)
+	:: st == WOKEN && requeued[me] -> woken = 1; lock_block()	/* plk_mutex_lock_requeued */
+	:: else -> mutex_lock()
 	fi
 }
 
-/* plk_cond_wait on c with L held.  timed: the deadline may pass once;
- * cancellable: the thread is cancelled somewhere in the wait (only
- * then does it return), and runs cond_wait_cancelled. */
-inline cond_wait(timed, cancellable) {
-	bucket_lock(bc);
-	cenq(me);
-	cupdate();
-	cunlock();
-	mutex_unlock();
-	/* cond_sleep */
+/* ---- c's queue in the parking lot -------------------------------------
+ * Role 1's wait is cancelled somewhere (only then does it return, by
+ * cond_wait_cancelled); role 2's first wait may pass its deadline. */
+#define COND_CANCELLABLE	(role == 1)
+#define COND_TIMED		(role == 2 && r)
+inline cond_bucket_lock() { bucket_lock(bc) }
+#define cond_bucket_unlock	cunlock
+#define cond_UNDER
+#define cond_ONE_STEP	0
+#define cond_enqueue	cenq
+#define cond_dequeue	cdeq
+#define cond_WAKES	(!COND_CANCELLABLE)
+/* (pl back to PL_NO on every way out: L's park comes next) */
+#define cond_handed()	st = HANDED; pl = PL_NO
+#define cond_woken()	st = WOKEN; pl = PL_NO
+#define cond_LEAVES	(COND_CANCELLABLE || (COND_TIMED && park[me] == WAITING))
+#define cond_leaving()
+#define cond_ALSO
+#define cond_STILL_QUEUED	oncq[me]
+inline cond_left() { st = WAITING; pl = PL_NO; cleave_update() }
+#define cond_left_wake()
+#define cond_after_left()
+#define cond_taken_off()	pl = PL_NO
+/* Taken off c by a signal: cond_timedout waits for its park word; a
+ * cancelled wait passes the signal on (sig), abandoning L's queue if
+ * the signal moved it there (plk_mutex_abandon_wait: L's exit). */
+inline cond_after_taken() {
 	if
-	:: !cancellable && park[me] != WAITING -> st = park[me]
-	:: !cancellable && timed && park[me] == WAITING ->
-		/* cond_timedout */
-		bucket_lock(bc);
+	:: COND_CANCELLABLE ->
+		sig = 1;
 		if
-		:: oncq[me] -> cdeq(me); st = WAITING; cleave_update(); cunlock()
-		:: else -> cunlock(); park[me] != WAITING; st = park[me]
+		:: onq[me] -> mutex_exit(); st = (got -> HANDED : WAITING)
+		:: else -> park[me] != WAITING; st = park[me]
 		fi
-	:: cancellable ->
-		/* cond_wait_cancelled */
-		bucket_lock(bc);
-		if
-		:: oncq[me] -> cdeq(me); st = WAITING; cleave_update(); cunlock()
-		:: else -> cunlock(); sig = 1;	/* a signal took us off */
+	:: else -> park[me] != WAITING; st = park[me]
+	fi
+}
+#define PL_Q cond
+#include "parkinglot.pml"
+
+/* plk_cond_wait's park on c with L held: always (no word to validate;
+ * c.__waiters is the queue's length), L released before the sleep. */
+#define cond_wait_validate()	pl = PL_PARKED
+#define cond_wait_set_waiters()
+#define cond_wait_queued	cupdate
+#define cond_wait_flush()
+#define cond_wait_before_sleep	mutex_unlock
+#define PL_CLIENT cond_wait
+#include "parkinglot.pml"
+#undef PL_CLIENT
+
+/* plk_cond_wake -> move_to_mutex, both buckets (c's, then L's): the
+ * first taken off is woken if L is free, every other moved to L's queue. */
+inline cond_wake_begin(site) {
+	bucket_lock(bl);
+	/* bound_waiter_queued: L is touched only while a waiter bound
+	 * to it is on c's queue; else it may be freed (issue 35). */
+	if
+	:: BOUND ->
+		CHECK(cql > 0, "violated: L touched after its last waiter left c\n");
+		/* mutex_mark_waiters */
+		do
+		:: w = word;
 			if
-			:: onq[me] ->
-				/* plk_mutex_abandon_wait */
-				lock_timedout();
-				st = (got -> HANDED : WAITING)
-			:: else -> park[me] != WAITING; st = park[me]
+			:: w == 0 || (w & W) -> break
+			:: else ->
+				atomic {
+					if
+					:: word == w -> setword(w | W); w = w | W; break
+					:: else
+					fi
+				}
 			fi
-		fi
+		od
+	:: else -> w = 0	/* nobody queued: the wake below does nothing */
 	fi;
+	n = 0
+}
+#define cond_wake_choose()
+#define cond_wake_HAS_NEXT	(cql > 0)
+#define cond_wake_NEXT	cq[0]
+#define cond_wake_T	t
+#define cond_wake_EVERY	ALL
+#define cond_wake_PICK_ALSO
+inline cond_wake_tell(t) {
+	requeued[t] = 1;
+#ifdef BROKEN_COND_WAKE
+	requeued[t] = w != 0 || n != 0;
+#endif
+	if
+	:: w == 0 && n == 0 -> d_step { park[t] = WOKEN; coming[t] = 1 }; n = 1
+	:: else -> enq(t, 0)
+	fi
+}
+inline cond_wake_finish() {
+	n = 0; t = 0;
+	waker = me;	/* plk_wakers_note */
+#ifndef BROKEN_WAKERS_WAKE
+	cupdate()
+#else
+	skip
+#endif
+}
+#define cond_wake_after_wake(site)	unlock_l()	/* L's bucket, taken in begin */
+#define PL_CLIENT cond_wake
+#include "parkinglot.pml"
+#undef PL_CLIENT
+
+/* cond_pass_on: wake the first waiter still on c. */
+#define cond_pass_on_begin(site)
+#define cond_pass_on_choose()
+#define cond_pass_on_HAS_NEXT	(cql > 0)
+#define cond_pass_on_NEXT	cq[0]
+#define cond_pass_on_T	t
+#define cond_pass_on_EVERY	0
+#define cond_pass_on_PICK_ALSO
+#define cond_pass_on_tell(t)	park[t] = WOKEN
+inline cond_pass_on_finish() {
+	if
+	:: t != 0 -> t = 0; cupdate()
+	:: else
+	fi
+}
+#define cond_pass_on_after_wake(site)
+#define PL_CLIENT cond_pass_on
+#include "parkinglot.pml"
+#undef PL_CLIENT
+#undef PL_Q
+
+/* plk_cond_wake: c->__waiters read without the bucket. */
+inline cond_wake() {
+	if
+	:: cql == 0
+	:: else -> cond_wake_unpark(0)
+	fi
+}
+
+/* plk_cond_wait on c with L held (COND_TIMED, COND_CANCELLABLE), then L
+ * retaken; a cancelled wait that a signal took off passes it on. */
+inline cond_wait() {
+	cond_wait_park();
 	mutex_take();
 	st = 0;
 #ifndef BROKEN_CANCEL
 	if
-	:: sig ->
-		/* cond_pass_on: wake the first waiter still on c */
-		sig = 0;
-		bucket_lock(bc);
-		if
-		:: cql > 0 -> t = cq[0]; cdeq(t); park[t] = WOKEN; t = 0; cupdate()
-		:: else
-		fi;
-		cunlock()
+	:: sig -> sig = 0; cond_pass_on_unpark(0)
 	:: else
 	fi
 #endif
@@ -846,7 +922,8 @@ inline cond_wait(timed, cancellable) {
 proctype thread(byte me; byte role; byte rounds)
 {
 	byte w, t, n, st, i, r;
-	bit got, ok, woken, sig;
+	byte pl;		/* what a park came to (parkinglot.pml) */
+	bit got, woken, sig;
 #ifdef APPLY
 	byte tg, g;		/* the target of an apply; its snapshot's gen */
 	bit bumped, want, ag;	/* ag: we hold tg's token (BROKEN: we apply) */
@@ -859,7 +936,7 @@ proctype thread(byte me; byte role; byte rounds)
 	/* role 1: may time out */
 	do
 	:: r < rounds ->
-		mutex_lock(role == 1);
+		mutex_lock();	/* role 1: may time out (MUTEX_TIMED) */
 		if
 		:: got -> cs(); mutex_unlock()
 		:: else
@@ -872,27 +949,27 @@ proctype thread(byte me; byte role; byte rounds)
 	if
 	:: role == 0 ->
 		/* producer: one item, signalled under L or after the unlock */
-		mutex_lock(0);
+		mutex_lock();
 		cs();
 		avail++;
 		if
-		:: cond_wake(ALL); mutex_unlock()
-		:: mutex_unlock(); cond_wake(ALL)
+		:: cond_wake(); mutex_unlock()
+		:: mutex_unlock(); cond_wake()
 		fi
 	:: role == 1 ->
 		/* waits for something else on c, and is cancelled */
-		mutex_lock(0);
+		mutex_lock();
 		cs();
-		cond_wait(0, 1);
+		cond_wait();	/* cancelled (COND_CANCELLABLE) */
 		cs();
 		mutex_unlock()
 	:: role == 2 ->
 		/* consumer; its deadline may pass once */
-		mutex_lock(0);
+		mutex_lock();
 		cs();
 		r = 1;
 		do
-		:: avail == 0 -> cond_wait(r, 0); r = 0; cs()
+		:: avail == 0 -> cond_wait(); r = 0;	/* r: timed (COND_TIMED) */ cs()
 		:: else -> break
 		od;
 		avail--;

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Verify the protocol model (proxylock.pml) exhaustively with SPIN.
+# Verify the protocol model (proxylock.pml, with rwlock.pml and
+# parkinglot.pml) exhaustively with SPIN.
 #   usage: run-model.sh [--expect-fail[=TEXT]] [SPIN -D options...]
 # Without --expect-fail: pass if pan finds no error.  With it: pass only
 # if pan finds an error and writes a trail (and, given TEXT, the replay
@@ -62,7 +63,7 @@ fi
 tag=$(printf '%s' "$*" | tr -c 'A-Za-z0-9_\n' '-' | tr -s '-')
 cp proxylock.pml "$out/proxylock$tag.pml" &&
 	cp proxylock.pml.trail "$out/proxylock$tag.pml.trail" &&
-	cp rwlock.pml "$out/" || fail "cannot write to $out"
+	cp rwlock.pml parkinglot.pml "$out/" || fail "cannot write to $out"
 spin -t -p "$@" proxylock.pml >replay.log 2>&1
 echo "trail: $out/proxylock$tag.pml.trail"
 echo "replay: cd $out && spin -t -p $* proxylock$tag.pml"

@@ -43,10 +43,10 @@
  * queued; the owner's exchange at unlock reads it).  Under PREFER_READER
  * a reader joins a read-held lock past WAITERS by the spin (SPINJOIN,
  * RW7), unnamed (slot 1) until a scan: a queued writer's rescan
- * (rw_wait's rw_rescan, by the first queued writer, RW_RESCANS times a
+ * (rw_sleep's rw_rescan, by the first queued writer, RW_RESCANS times a
  * wait; past[t] marks such a reader, the only holder RW5 excuses, and
  * a rescan must leave no reader unlent), and a writer the rules would grant
- * may instead be woken to compete (grant(): a free choice standing for
+ * may instead be woken to compete (grant: a free choice standing for
  * the handoff bound; nwoken counts those on their way back, RW8).  lent[t] is the donation
  * engine's entry keyed by the rwlock on t (ghost: set and cleared where
  * the code's plk_donate_set and withdraw run).  rd[t] (t's read holds:
@@ -250,9 +250,10 @@ byte done;
 bool stuck;			/* -DRW_ALLOW_NR_DEADLOCK: the monitor saw it */
 byte yielder;			/* -DRW_NORECORD: the reader in rw_yielding */
 byte nwoken;			/* writers woken to compete, on their way back (RW8) */
-bool hw;			/* grant()'s choice, made before its d_step: wake (RW8) */
+bool hw;			/* grant's choice, made before its d_step: wake (RW8) */
 /* Scratch of the bucket's d_steps (each resets what it used to 0). */
 byte sc, fw, gk, gt, c0, g, tk;
+byte gm;			/* grant's mode: GM_HAND, GM_WAKE, GM_READERS */
 
 #define QW	(nqw > 0)
 #define QR	(nqr > 0)
@@ -274,7 +275,7 @@ byte sc, fw, gk, gt, c0, g, tk;
 #endif
 /* RW7: with WAITERS set no fast path moves the count from (or to) 0:
  * a bucket holder that read it 0 may be writing a writer's TID over it
- * (the code's word_update; the model's grant() is one step, so the
+ * (the code's word_update; the model's grant is one step, so the
  * assumption is asserted where a spin join changes the count). */
 #define RW7CHECK CHECK(!wt || cnt > 0, "violated: RW7: a join past WAITERS into a free lock\n")
 /* RW3: a queued waiter the rules would grant now. */
@@ -286,7 +287,7 @@ byte sc, fw, gk, gt, c0, g, tk;
 /* RW5: every holder is lent to while anyone is queued; under
  * PREFER_READER, but a reader that joined past WAITERS by the spin and
  * that no scan has named since (its slot 1, not 3): the writer's rescan
- * names it (rw_wait). */
+ * names it (rw_rescan). */
 #define HL(t)	(rd[t] == 0 || ql == 0 || lent[t] || past[t])
 #define SHL(t)	(rd[t] == 0 || ql == 0 || lent[t])	/* strict: after a rescan */
 #if RW_WRITERS + RW_READERS == 4
@@ -341,7 +342,7 @@ inline bucket_unlock() {
 /* Queue operations and lend_update run under the bucket lock: callers
  * put them in a d_step.  plk_waitq_enqueue puts a waiter in front of
  * the first that ranks below it (its priority); every thread here ranks
- * the same, so the queue is FIFO (grant() takes the queue's order, and
+ * the same, so the queue is FIFO (grant takes the queue's order, and
  * the model checks no property of the order itself). */
 inline enq(t) {
 	q[ql] = t; ql++; park[t] = WAITING;
@@ -361,13 +362,6 @@ inline deq(t) {
 	ql--; q[ql] = 0; sc = 0;
 	if :: ISW(t) -> nqw-- :: else -> nqr-- fi
 }
-/* Is t queued?  (result in sc: 1 yes) */
-inline queued(t) {
-	gk = 0; sc = 0;
-	do :: gk < ql -> if :: q[gk] == t -> sc = 1 :: else -> skip fi; gk++ :: else -> break od;
-	gk = 0
-}
-
 /* plk_chain_rw_update: the queue lends to every holder: the writer, the
  * solo holder (both named by the word), or each thread whose slot names
  * the rwlock (a scan of the read sets) and the converted reader __solo
@@ -426,13 +420,44 @@ inline unlend_publishers() {
 #endif
 }
 
-/* grant(): the first writer, or every queued reader. */
-inline grant() {
-#ifndef PREFER_W
-	/* hand the writer the lock, or (its wait under the handoff bound:
-	 * a free choice here) release and wake it to compete (RW8) */
-	if :: hw = 1 :: hw = 0 fi;
-#endif
+inline withdraw() { lent[me] = 0 }
+
+/* ---- the rwlock's queue in the parking lot (parkinglot.pml) ----------
+ * What its bucket covers is one step: the word's read and CAS, the queue
+ * and the lend change together (the fast paths' CASes fail meanwhile).
+ * The sleep (rw_park): HANDED, or (a writer) WOKEN to compete, back to
+ * wrlock's bucket step (RW8); a queued writer may wake to rescan
+ * (rw_rescan, RW_RESCANS times: the code's period); a timed call's
+ * deadline may pass instead (once per thread: tmo), and then the exit
+ * (rw_timedout) leaves under the bucket unless a grant or a wake came
+ * first (woken: RW_RETRY, back to the bucket step).  A reader's pending
+ * slot is abandoned (a recursive reader's held one is not); the queue's
+ * lend is recomputed (an emptied queue withdraws the holders' entries;
+ * the bit stays, RW2) and whatever the leaving made grantable is granted. */
+#define rw_bucket_lock	bucket_lock
+#define rw_bucket_unlock	bucket_unlock
+#define rw_UNDER	d_step
+#define rw_ONE_STEP	1
+/* A woken writer queues again at the head (RW8). */
+inline rw_enqueue(t) {
+	if :: woken -> enq_head(t) :: else -> enq(t) fi
+}
+/* (the exit's dequeue: with -DBROKEN_RW_TIMEDOUT maybe granted already) */
+inline rw_dequeue(t) {
+	sc = 0;
+	do :: sc < ql && q[sc] != t -> sc++ :: else -> break od;
+	if :: sc < ql -> deq(t) :: else -> sc = 0 fi
+}
+#define rw_WAKES	1
+/* (pl back to PL_NO on every way out) */
+#define rw_handed()	got = 1; pl = PL_NO
+#define rw_woken()	woken = 1; pl = PL_NO	/* a writer: back to the bucket (RW8) */
+#define rw_LEAVES	tmo
+#define rw_leaving()	tmo = 0; pl = PL_NO
+/* rw_rescan: a queued writer names the readers that joined past it */
+inline rw_rescan() {
+	rescans++;
+	bucket_lock();
 	d_step {
 		fw = 0; gk = 0;
 		do
@@ -441,164 +466,211 @@ inline grant() {
 		od;
 		gk = 0;
 		if
-		:: wr != 0 || !wt -> skip
-#ifdef PREFER_W
-		:: wr == 0 && wt && cnt == 0 && fw != 0 ->
-#else
-		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && hw ->
-			/* RW8: L stays free; the bit stays while others are
-			 * queued, else goes (withdrawing, as every clear) */
-			deq(fw); park[fw] = WOKEN; nwoken++;
-			if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
-		:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && !hw ->
-#endif
-			deq(fw); wr = fw;
-#ifndef BROKEN_RW_MORE
-			wt = (ql > 0);
-#else
-			wt = QR;	/* first_writer's reader flag for "more" */
-#endif
-			if :: !wt -> unlend_publishers() :: else -> skip fi;
-			lend_update(); park[fw] = HANDED
-#ifdef PREFER_W
-		:: wr == 0 && wt && fw == 0 && QR ->
-#else
-		:: wr == 0 && wt && QR ->
-#endif
-			c0 = cnt; g = 0; tk = 0;
-			do
-			:: gk < ql && !ISW(q[gk]) ->
-#ifdef RW_BATCH
-				if :: g == RW_BATCH -> again = 1; break :: else -> skip fi;
-#endif
-				/* the slot a queued reader reserved; a recursive
-				 * one has no grant_slot (its slot names L); a
-				 * solo or converted holder's read reserved one */
-				gt = q[gk]; deq(gt);
-				if :: rd[gt] == 0 || solo == gt || stid == gt -> slot[gt] = 1 :: else -> skip fi;
-				g++; tk = tk | (1 << gt)
-			:: gk < ql && ISW(q[gk]) -> gk++
-			:: gk >= ql -> break
-			od;
-#ifndef BROKEN_RW_BATCH
-			stop = 0;	/* the batch is counted and handed, then the granter comes back */
-#else
-			stop = again;	/* returning before the word and HANDED: the batch sleeps on */
-#endif
-			if :: stop -> skip :: else ->
-			/* count and HANDED after the loop, as the code does;
-			 * into a solo word by conversion */
-			if :: solo != 0 && g > 0 -> convert() :: else -> skip fi;
-			cnt = cnt + g;
-			sc = 1;
-			do
-			:: sc <= N -> if :: tk & (1 << sc) -> park[sc] = HANDED :: else -> skip fi; sc++
-			:: else -> break
-			od;
-			sc = 0;
-#ifndef BROKEN_RW_KEEP
-			wt = (ql > 0 || c0 > 0);	/* readers from before may be mid-unlock */
-#else
-			wt = (ql > 0);
-#endif
+		:: park[me] == WAITING && wr == 0 && fw == me ->
+#ifndef BROKEN_RW_RESCAN
 			lend_update();
-			if :: !wt -> unlend_publishers() :: else -> skip fi
-			fi
+#endif
+			CHECK(READERS_LENT, "violated: RW5: a reader is not lent to after a rescan\n")
 		:: else -> skip
 		fi;
-		fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0; hw = 0
-	}
+		fw = 0
+	};
+	bucket_unlock()
+}
+/* the monitor saw NONRECURSIVE's deadlock: stop; the rescan */
+#ifndef PREFER_W
+#define rw_ALSO	:: stuck -> goto gone :: ISW(me) && rescans < RW_RESCANS && park[me] == WAITING -> rw_rescan()
+#else
+#define rw_ALSO	:: stuck -> goto gone
+#endif
+#ifndef BROKEN_RW_TIMEDOUT
+#define rw_STILL_QUEUED	(park[me] == WAITING)
+#else
+#define rw_STILL_QUEUED	true	/* the park word not looked at */
+#endif
+inline rw_left() {
+	if :: !ISW(me) && !rec -> slot[me] = 0 :: else -> skip fi;	/* rd_hold_abandon */
+	lend_update()
+}
+inline rw_left_wake() {
+#ifndef BROKEN_RW_GRANT
+	grant_wake();
+#else
+	skip;
+#endif
+#ifdef BROKEN_RW_TIMEDOUT_CLEAR
+	skip;
+	d_step { if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
+#endif
+}
+#define rw_after_left()
+inline rw_taken_off() {
+	if
+	:: park[me] == HANDED -> got = 1
+#ifndef BROKEN_RW_WOKEN_TMO
+	:: park[me] == WOKEN -> woken = 1	/* RW_RETRY */
+#else
+	:: park[me] == WOKEN -> nwoken--	/* gives up: ETIMEDOUT */
+#endif
+	fi
+}
+#define rw_after_taken()
+#define PL_Q rw
+#include "parkinglot.pml"
+
+/* grant, the wake of every release and of the exit: the first writer,
+ * or every queued reader.  Under PREFER_READER a writer is handed the
+ * lock, or (its wait under the handoff bound: a free choice here, made
+ * before the d_step) L is released and it is woken to compete (RW8). */
+#define GM_HAND		1	/* gm: hand the first writer the lock */
+#define GM_WAKE		2	/* wake it to compete (RW8) */
+#define GM_READERS	3	/* grant every queued reader */
+#ifndef PREFER_W
+#define PL_PREPARE_WAKE
+#define grant_prepare_wake()	if :: hw = 1 :: hw = 0 fi
+#endif
+inline grant_choose() {
+	fw = 0; gk = 0;
+	do
+	:: gk < ql && fw == 0 -> if :: ISW(q[gk]) -> fw = q[gk] :: else -> skip fi; gk++
+	:: else -> break
+	od;
+	gk = 0;
+	if
+	:: wr != 0 || !wt -> skip
+#ifdef PREFER_W
+	:: wr == 0 && wt && cnt == 0 && fw != 0 -> gm = GM_HAND
+	:: wr == 0 && wt && fw == 0 && QR ->
+#else
+	:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && hw -> gm = GM_WAKE
+	:: wr == 0 && wt && cnt == 0 && fw != 0 && !QR && !hw -> gm = GM_HAND
+	:: wr == 0 && wt && QR ->
+#endif
+		gm = GM_READERS; c0 = cnt; g = 0; tk = 0
+	:: else -> skip
+	fi
+}
+/* The next reader (gk: the cursor past the writers, who stay); the batch
+ * full (-DRW_BATCH): come back for the rest. */
+#ifdef RW_BATCH
+#define GRANT_FULL	(g == RW_BATCH)
+#else
+#define GRANT_FULL	false
+#endif
+#define GRANT_READER	(gm == GM_READERS && gk < ql && !ISW(q[gk]))
+#define grant_HAS_NEXT	((gm == GM_HAND || gm == GM_WAKE) || (GRANT_READER && !GRANT_FULL))
+#define grant_NEXT	(gm == GM_READERS -> q[gk] : fw)
+#define grant_T		gt
+#define grant_EVERY	(gm == GM_READERS)
+#define grant_PICK_ALSO	:: GRANT_READER && GRANT_FULL -> again = 1; break \
+			:: gm == GM_READERS && gk < ql && ISW(q[gk]) -> gk++
+inline grant_tell(t) {
+	if
+	:: gm == GM_WAKE ->
+		/* L stays free; the bit stays while others are queued, else
+		 * goes (withdrawing, as every clear) */
+		park[t] = WOKEN; nwoken++;
+		if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
+	:: gm == GM_HAND ->
+		wr = t;
+#ifndef BROKEN_RW_MORE
+		wt = (ql > 0);
+#else
+		wt = QR;	/* first_writer's reader flag for "more" */
+#endif
+		if :: !wt -> unlend_publishers() :: else -> skip fi;
+		lend_update(); park[t] = HANDED
+	:: gm == GM_READERS ->
+		/* the slot a queued reader reserved; a recursive one has no
+		 * grant_slot (its slot names L); a solo or converted holder's
+		 * read reserved one.  Counted and HANDED in finish. */
+		if :: rd[t] == 0 || solo == t || stid == t -> slot[t] = 1 :: else -> skip fi;
+		g++; tk = tk | (1 << t)
+	fi
+}
+/* Readers: count and HANDED after the loop, as the code does; into a solo
+ * word by conversion. */
+inline grant_finish() {
+	if
+	:: gm == GM_READERS ->
+#ifndef BROKEN_RW_BATCH
+		stop = 0;	/* the batch is counted and handed, then the granter comes back */
+#else
+		stop = again;	/* returning before the word and HANDED: the batch sleeps on */
+#endif
+		if :: stop -> skip :: else ->
+		if :: solo != 0 && g > 0 -> convert() :: else -> skip fi;
+		cnt = cnt + g;
+		sc = 1;
+		do
+		:: sc <= N -> if :: tk & (1 << sc) -> park[sc] = HANDED :: else -> skip fi; sc++
+		:: else -> break
+		od;
+		sc = 0;
+#ifndef BROKEN_RW_KEEP
+		wt = (ql > 0 || c0 > 0);	/* readers from before may be mid-unlock */
+#else
+		wt = (ql > 0);
+#endif
+		lend_update();
+		if :: !wt -> unlend_publishers() :: else -> skip fi
+		fi
+	:: else -> skip
+	fi;
+	fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0; hw = 0; gm = 0
 }
 /* grant_and_unlock: come back while a batch filled up.  The code, back
  * in the bucket, first looks whether anyone is still queued and with
  * nobody leaves without touching the rwlock (the granted readers may
- * have freed it: not expressible here); grant() with an empty queue
- * changes nothing, so the model's plain grant() is the same. */
-inline grant_loop() {
-	again = 0;
-	grant();
-	do
-	:: again -> bucket_unlock(); bucket_lock(); again = 0; grant()
-	:: else -> break
-	od
-}
+ * have freed it: not expressible here); a wake with an empty queue
+ * changes nothing, so the model's plain one is the same. */
+#define PL_BATCH
+#define PL_CLIENT grant
+#include "parkinglot.pml"
+#undef PL_CLIENT
+#undef PL_BATCH
+#undef PL_PREPARE_WAKE
 
-inline withdraw() { lent[me] = 0 }
-
-/* --- waiting: rw_park, rw_timedout ------------------------------------ */
-/* Queued, bucket dropped: sleep until HANDED, or (a writer) WOKEN to
- * compete, back to wrlock's bucket step (RW8); a queued writer may wake
- * to rescan (rw_rescan, RW_RESCANS times: the code's period); a timed
- * call's deadline may pass instead (once per thread: tmo), and then
- * rw_timedout leaves under the bucket unless a grant or a wake came
- * first (woken: RW_RETRY, back to the bucket step).  A reader's pending slot
- * is abandoned (a recursive reader's held one is not); the queue's lend
- * is recomputed (an emptied queue withdraws the holders' entries; the
- * bit stays, RW2) and whatever the leaving made grantable is granted. */
-inline rw_wait() {
-	do
-	:: park[me] == HANDED -> got = 1; break
-	:: park[me] == WOKEN -> woken = 1; break	/* a writer: back to the bucket (RW8) */
-	:: stuck -> goto gone	/* the monitor saw NONRECURSIVE's deadlock: stop */
-#ifndef PREFER_W
-	/* rw_rescan: a queued writer names the readers that joined past it */
-	:: ISW(me) && rescans < RW_RESCANS && park[me] == WAITING ->
-		rescans++;
-		bucket_lock();
-		d_step {
-			fw = 0; gk = 0;
-			do
-			:: gk < ql && fw == 0 -> if :: ISW(q[gk]) -> fw = q[gk] :: else -> skip fi; gk++
-			:: else -> break
-			od;
-			gk = 0;
-			if
-			:: park[me] == WAITING && wr == 0 && fw == me ->
-#ifndef BROKEN_RW_RESCAN
-				lend_update();
-#endif
-				CHECK(READERS_LENT, "violated: RW5: a reader is not lent to after a rescan\n")
-			:: else -> skip
-			fi;
-			fw = 0
-		};
-		bucket_unlock()
-#endif
-	:: tmo ->
-		tmo = 0;
-		bucket_lock();
-#ifndef BROKEN_RW_TIMEDOUT
-		if
-		:: park[me] == HANDED -> got = 1; bucket_unlock()
-#ifndef BROKEN_RW_WOKEN_TMO
-		:: park[me] == WOKEN -> woken = 1; bucket_unlock()	/* RW_RETRY */
+/* The releases, through the bucket: each releases its hold (begin),
+ * grants (grant_wake) and withdraws after the bucket. */
+#define PL_WAKE_OF grant
+/* unlock_slow, a writer's */
+#define wrunlock_begin(site)	d_step { wr = 0; if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi }
+#define wrunlock_after_wake(site)	withdraw()
+#define PL_CLIENT wrunlock
+#include "parkinglot.pml"
+#undef PL_CLIENT
+/* unlock_slow, a slot's last hold; rd_not_reader after, but RREC's slot
+ * hold inside its converted one: that hold is lent to still (its own
+ * unlock withdraws) */
+#define rdunlock_slot_begin(site)	d_step { cnt--; if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi }
+#ifndef BROKEN_RW_SOLO_WITHDRAW
+#define rdunlock_slot_after_wake(site)	if :: stid == me -> skip :: else -> withdraw() fi
 #else
-		:: park[me] == WOKEN -> nwoken--; bucket_unlock()	/* gives up: ETIMEDOUT */
+#define rdunlock_slot_after_wake(site)	withdraw()
 #endif
-		:: else ->
+#define PL_CLIENT rdunlock_slot
+#include "parkinglot.pml"
+#undef PL_CLIENT
+/* the solo or converted hold's (rdunlock_solo): the word read again */
+inline rdunlock_solo_begin(site) {
+	d_step {
+#ifndef BROKEN_RW_SOLO_STALE
+		if
+		:: solo == me -> solo = 0; cnt = 0	/* word -> WAITERS */
+		:: else -> if :: stid == me -> stid = 0 :: else -> skip fi; cnt--	/* converted */
+		fi;
+#else
+		if :: act == 1 -> solo = 0; cnt = 0 :: else -> cnt-- fi;
 #endif
-			d_step {
-				queued(me);
-				if :: sc -> deq(me) :: else -> skip fi;	/* (BROKEN_RW_TIMEDOUT: granted already) */
-				sc = 0;
-				if :: !ISW(me) && !rec -> slot[me] = 0 :: else -> skip fi;	/* rd_hold_abandon */
-				lend_update()
-			};
-#ifndef BROKEN_RW_GRANT
-			grant_loop();
-#endif
-#ifdef BROKEN_RW_TIMEDOUT_CLEAR
-			skip;
-			d_step { if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
-#endif
-			bucket_unlock()
-#ifndef BROKEN_RW_TIMEDOUT
-		fi
-#endif
-		;
-		break
-	od
+		if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
+	}
 }
+#define rdunlock_solo_after_wake(site)	withdraw()
+#define PL_CLIENT rdunlock_solo
+#include "parkinglot.pml"
+#undef PL_CLIENT
+#undef PL_WAKE_OF
 
 /* --- read lock: plk_rw_rdlock_fast, rdlock_slow ----------------------- */
 /* One publish-then-CAS attempt (the fast path, and each spin of
@@ -670,6 +742,100 @@ inline rd_spin() {
 #define COUNTFREE	true
 #endif
 inline solo_take() { solo = me; cnt = 1; got = 1 }
+
+/* ---- the parks of the rwlock (parkinglot.pml), on its queue --------- */
+
+/* rdlock_slow's bucket: the word read and the CAS (the code retries a
+ * failed one) are one step here: join (into a solo word by conversion:
+ * its CAS fails only as the solo holder leaves, WAITERS clear: the code
+ * restores __solo and retries), or park with a pending slot. */
+inline rdlock_slow_validate() {
+	if
+	:: MAYJOIN -> if :: solo != 0 -> convert() :: else -> skip fi;
+		slot[me] = 1; cnt++; lend_update(); got = 1;
+#if !defined(BROKEN_RW_STALE) && !defined(BROKEN_RW_RETRACT)
+		/* joined with WAITERS clear: a retraction's lend is stale */
+		if :: !wt && retracted -> withdraw(); retracted = 0 :: else -> skip fi;
+#endif
+		pl = PL_NO
+	:: else -> pl = PL_PARKED
+	fi
+}
+#define rdlock_slow_set_waiters()	if :: pl -> wt = 1 :: else -> skip fi
+inline rdlock_slow_queued() {
+	slot[me] = 2;	/* rd_hold_publish: pending, a grant fills it */
+#if !defined(BROKEN_RW_RETRACT) && !defined(BROKEN_RW_WITHDRAW)
+	/* a retracted publication's lend goes before we sleep */
+	if :: retracted -> withdraw(); retracted = 0 :: else -> skip fi;
+#endif
+	lend_update()
+}
+/* After the bucket: a join with a retraction pending unlocks through the
+ * bucket (wflag).  -DBROKEN_RW_WITHDRAW: a queued reader withdraws the
+ * retracted publication's lend only now. */
+#ifndef BROKEN_RW_RETRACT
+#ifdef BROKEN_RW_WITHDRAW
+#define rdlock_slow_flush()	if :: pl && retracted -> withdraw(); retracted = 0 :: else -> skip fi; wflag = retracted
+#else
+#define rdlock_slow_flush()	wflag = retracted
+#endif
+#else
+#define rdlock_slow_flush()
+#endif
+#define rdlock_slow_before_sleep()
+#define PL_Q rw
+#define PL_CLIENT rdlock_slow
+#include "parkinglot.pml"
+#undef PL_CLIENT
+
+/* rdlock_rec's bucket: join, or under NONRECURSIVE queue behind a queued
+ * writer (the slot stays ours, held: rd_hold_publish and grant_slot
+ * leave a recursive slot alone). */
+inline rdlock_rec_validate() {
+	assert(wr == 0 && cnt > 0 && NAMES(me));
+	if
+	:: MAYJOIN -> cnt++; lend_update(); got = 1; pl = PL_NO
+	:: else -> pl = PL_PARKED
+	fi
+}
+#define rdlock_rec_set_waiters()	if :: pl -> wt = 1 :: else -> skip fi
+#ifdef BROKEN_RW_REC_PENDING
+#define rdlock_rec_queued()	slot[me] = 2; lend_update()
+#else
+#define rdlock_rec_queued()	lend_update()
+#endif
+#define rdlock_rec_flush()
+#define rdlock_rec_before_sleep()
+#define PL_CLIENT rdlock_rec
+#include "parkinglot.pml"
+#undef PL_CLIENT
+
+/* wrlock_slow's bucket: the free branch takes L (WAITERS set only while a
+ * woken writer is on its way back (RW8: this one, or a barger past it);
+ * kept while anyone is queued, else cleared, withdrawing (RW6)); else
+ * park, at the head if woken. */
+inline wrlock_slow_validate() {
+	if
+	:: cnt == 0 && wr == 0 ->
+		CHECK(!wt || nwoken > 0, "violated: wrlock_slow found L free with WAITERS set\n");
+		wr = me;
+		if :: wt && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi;
+		lend_update(); got = 1; pl = PL_NO;
+		if :: woken -> nwoken--; woken = 0 :: else -> skip fi
+	:: else -> pl = PL_PARKED
+	fi
+}
+#define wrlock_slow_set_waiters()	if :: pl -> wt = 1 :: else -> skip fi
+inline wrlock_slow_queued() {
+	lend_update();
+	if :: woken -> nwoken--; woken = 0 :: else -> skip fi
+}
+#define wrlock_slow_flush()
+#define wrlock_slow_before_sleep()
+#define PL_CLIENT wrlock_slow
+#include "parkinglot.pml"
+#undef PL_CLIENT
+#undef PL_Q
 
 /* A new read hold: the first, or RREC's inside a solo or converted hold
  * (no slot for L: a new one).  Every call starts with no retraction
@@ -745,50 +911,14 @@ inline rdlock() {
 #else
 	:: else ->
 #endif
-		bucket_lock();
-		/* The word read and the CAS (the code retries a failed one)
-		 * are one step here; into a solo word by conversion (its CAS
-		 * fails only as the solo holder leaves, WAITERS clear: the
-		 * code restores __solo and retries) */
-		d_step {
-			if
-			:: MAYJOIN -> if :: solo != 0 -> convert() :: else -> skip fi;
-				slot[me] = 1; cnt++; lend_update(); got = 1;
-#if !defined(BROKEN_RW_STALE) && !defined(BROKEN_RW_RETRACT)
-				/* joined with WAITERS clear: a retraction's lend is stale */
-				if :: !wt && retracted -> withdraw(); retracted = 0 :: else -> skip fi
-#else
-				skip
-#endif
-			:: else -> wt = 1; slot[me] = 2;
-#if !defined(BROKEN_RW_RETRACT) && !defined(BROKEN_RW_WITHDRAW)
-				/* a retracted publication's lend goes before we queue */
-				if :: retracted -> withdraw(); retracted = 0 :: else -> skip fi;
-#endif
-				enq(me); lend_update()
-			fi
-		};
-		if
-		:: got ->
-			bucket_unlock();
-#ifndef BROKEN_RW_RETRACT
-			wflag = retracted
-#endif
-		:: else ->
-			bucket_unlock();
-#if !defined(BROKEN_RW_RETRACT) && defined(BROKEN_RW_WITHDRAW)
-			if :: retracted -> withdraw() :: else -> skip fi;
-#endif
-			rw_wait();
-			/* (RREC's read inside its solo or converted hold: lent
-			 * to for that hold) */
-			if :: !got -> CHECK(rd[me] > 0 || !lent[me], "violated: RW6: a reader that timed out is lent to\n") :: else -> skip fi
-		fi
+		rdlock_slow_park()
 	fi;
 	if
 	:: got -> d_step { rd[me]++; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n");
 		CHECK(wt || !lent[me], "violated: RW6: a reader reads with a lend while WAITERS is clear\n") }
-	:: else -> skip
+	/* timed out (RREC's read inside its solo or converted hold: lent to
+	 * for that hold) */
+	:: else -> CHECK(rd[me] > 0 || !lent[me], "violated: RW6: a reader that timed out is lent to\n")
 	fi
 }
 
@@ -817,21 +947,7 @@ inline rdlock_rec() {
 		atomic { !wt && wr == 0 -> cnt++; got = 1; yielder = 0 }
 #endif
 #else
-	:: else ->
-		bucket_lock();
-		d_step {
-			assert(wr == 0 && cnt > 0 && NAMES(me));
-			if
-			:: MAYJOIN -> cnt++; lend_update(); got = 1
-			:: else -> wt = 1;
-#ifdef BROKEN_RW_REC_PENDING
-				slot[me] = 2;
-#endif
-				enq(me); lend_update()
-			fi
-		};
-		bucket_unlock();
-		if :: !got -> rw_wait() :: else -> skip fi
+	:: else -> rdlock_rec_park()
 #endif
 	fi;
 	if :: got -> d_step { rd[me]++; CHECK(bl != 0 || HOLDERS_LENT, "violated: RW5: a reader is not lent to\n") } :: else -> skip fi;
@@ -880,18 +996,7 @@ inline rdunlock_slot() {
 	slot[me] = 0;
 #endif
 	if
-	:: slow ->
-		bucket_lock();
-		d_step { cnt--; if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
-		grant_loop();
-		bucket_unlock();
-		/* rd_not_reader; but RREC's slot hold inside its converted
-		 * one: that hold is lent to still (its own unlock withdraws) */
-#ifndef BROKEN_RW_SOLO_WITHDRAW
-		if :: stid == me -> skip :: else -> withdraw() fi
-#else
-		withdraw()
-#endif
+	:: slow -> rdunlock_slot_unpark(0)
 	:: else -> skip
 	fi;
 	wflag = 0;
@@ -941,22 +1046,7 @@ inline rdunlock_solo() {
 	:: else -> skip
 	fi;
 	if
-	:: act != 0 ->
-		bucket_lock();
-		d_step {
-#ifndef BROKEN_RW_SOLO_STALE
-			if
-			:: solo == me -> solo = 0; cnt = 0	/* word -> WAITERS */
-			:: else -> if :: stid == me -> stid = 0 :: else -> skip fi; cnt--	/* converted */
-			fi;
-#else
-			if :: act == 1 -> solo = 0; cnt = 0 :: else -> cnt-- fi;
-#endif
-			if :: cnt == 0 && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi
-		};
-		grant_loop();
-		bucket_unlock();
-		withdraw()
+	:: act != 0 -> rdunlock_solo_unpark(0)
 	:: else -> skip
 	fi;
 	act = 0;
@@ -972,7 +1062,7 @@ inline rdunlock() {
 	fi
 }
 
-/* --- write lock: wrlock_slow; its deadline may pass (rw_wait) --------- */
+/* --- write lock: wrlock_slow; its deadline may pass (rw_exit) --------- */
 /* One CAS 0 -> WRITER|me stands for the fast path and every spin of
  * wrlock_slow (its writer backoff's 12 reads included): a failed one
  * changes nothing. */
@@ -983,31 +1073,8 @@ inline wrlock() {
 	:: got -> skip
 	:: else ->
 		do
-		:: bucket_lock();
-			d_step {
-				if
-				:: cnt == 0 && wr == 0 ->
-					/* The free branch: WAITERS set only while a woken
-					 * writer is on its way back (RW8: this one, or a
-					 * barger past it); kept while anyone is queued,
-					 * else cleared, withdrawing (RW6). */
-					CHECK(!wt || nwoken > 0, "violated: wrlock_slow found L free with WAITERS set\n");
-					wr = me;
-					if :: wt && ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi;
-					lend_update(); got = 1
-				:: else -> wt = 1;
-					if :: woken -> enq_head(me) :: else -> enq(me) fi;
-					lend_update()
-				fi;
-				if :: woken -> nwoken--; woken = 0 :: else -> skip fi
-			};
-			bucket_unlock();
-			if
-			:: got -> break
-			:: else ->
-				rw_wait();
-				if :: woken -> skip :: else -> break fi	/* RW_RETRY: once more */
-			fi
+		:: wrlock_slow_park();
+			if :: woken -> skip :: else -> break fi	/* RW_RETRY: once more */
 		od
 	fi;
 	rescans = 0;
@@ -1021,12 +1088,7 @@ inline wrunlock() {
 	writing = 0;
 	atomic { if :: wr == me && !wt -> wr = 0; got = 0 :: else -> skip fi };
 	if
-	:: got ->
-		bucket_lock();
-		d_step { wr = 0; if :: ql == 0 -> wt = 0; unlend_publishers() :: else -> skip fi };
-		grant_loop();
-		bucket_unlock();
-		withdraw()
+	:: got -> wrunlock_unpark(0)
 	:: else -> skip
 	fi;
 	CHECK(!lent[me], "violated: RW6: a thread that left is lent to\n")
@@ -1035,6 +1097,7 @@ inline wrunlock() {
 proctype writer(byte me)
 {
 	bool got, again, stop, rec, tmo, woken;
+	byte pl;	/* the park's validation (parkinglot.pml) */
 	byte rescans;
 	byte r = 0;
 
@@ -1055,6 +1118,7 @@ gone:	skip
 proctype reader(byte me)
 {
 	bool retracted, wflag, got, slow, again, stop, rec, tmo, woken;
+	byte pl;	/* the park's validation (parkinglot.pml) */
 #ifdef RW_STALE_SHARED
 	bool shr;	/* SHARED as its fast path read it */
 #endif
