@@ -87,6 +87,7 @@
 #include "chain.h"
 #include "cond.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
@@ -862,6 +863,9 @@ struct move {
 	uint64_t now;     /* their M3 clock starts at the move */
 	int nk;
 	struct plk_thread *kicked[PLK_UNPARK_BATCH];  /* moved onto a robust @m */
+#ifdef PLK_DEBUG_INVARIANTS
+	struct plk_thread *inv_woken;  /* the one woken onto a free @m (invcheck.h) */
+#endif
 };
 
 static void move_prepare(void *ctx)
@@ -907,6 +911,7 @@ static enum plk_requeue_pick move_pick(struct plk_bucket *bc, struct plk_thread 
 		return PLK_REQUEUE_WAKE;
 	if (!mv->held && !mv->free_woken) {
 		mv->free_woken = true;
+		PLK_INV_ONLY(mv->inv_woken = t);
 		return PLK_REQUEUE_WAKE;
 	}
 	return PLK_REQUEUE_MOVE;
@@ -939,6 +944,10 @@ static void move_finish(struct plk_bucket *bc, struct plk_bucket *bm, int woken,
 		wakers_woke(bc, mv->c);
 	if (moved)
 		plk_chain_update(bm, mv->m);
+	/* The waiter woken onto a free m owes those moved behind it M1;
+	 * then M1 (m is alive: bound waiters were on c). */
+	PLK_INV_ONLY(if (mv->free_woken) plk_inv_woken(bm, mv->inv_woken, mv->m);
+	             if (moved || mv->free_woken) plk_inv_mutex_m1(bm, mv->m));
 }
 
 static const struct plk_requeue_ops move_requeue = {

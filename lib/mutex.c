@@ -48,6 +48,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "liveness.h"
 #include "lockword.h"
 #include "mutex.h"
@@ -199,6 +200,15 @@ static bool acquire_locked(struct plk_bucket *b, proxylock_mutex_t *m, uint32_t 
 	return true;
 }
 
+/* Under @m's bucket @b, @me (if woken: M1's duty is ours) just took @m:
+ * the duty is done.  Returns 0, the answer. */
+static inline int took(struct plk_bucket *b, proxylock_mutex_t *m, struct plk_thread *me)
+{
+	plk_inv_back(b, me, m);
+	plk_inv_mutex_m1(b, m);
+	return 0;
+}
+
 /* One wait for @m: what the park hooks below share (ctx). */
 struct lock_wait {
 	proxylock_mutex_t *m;
@@ -238,14 +248,18 @@ static int join_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 	uint32_t w = plk_word(m);
 	int err;
 
-	if ((err = unusable(m, w)))
+	plk_inv_mutex_m1(b, m);
+	if ((err = unusable(m, w))) {
+		plk_inv_back(b, p->me, m);  /* woken: nobody is left to wake (M6) */
 		return err;  /* NOTRECOVERABLE woke us off the queue */
+	}
 	if (lw->dead && plk_take_from_dead(b, m, w, lw->self, p->me, lw->dead) == PLK_DEAD_TAKEN) {
+		plk_inv_back(b, p->me, m);  /* woken: we took m (M1's duty done) */
 		lw->dead_taken = true;
 		return EOWNERDEAD;
 	}
 	if (w == 0)
-		return acquire_locked(b, m, lw->self) ? 0 : PLK_PARK_AGAIN;  /* again: a barger */
+		return acquire_locked(b, m, lw->self) ? took(b, m, p->me) : PLK_PARK_AGAIN;  /* a barger */
 	if (!(w & PLK_WAITERS) && !plk_cas_word(m, w, w | PLK_WAITERS))
 		return PLK_PARK_AGAIN;
 	if (!lw->woken)
@@ -266,10 +280,15 @@ static int queue_queued(struct plk_bucket *b, struct plk_park *p, void *ctx)
 	struct lock_wait *lw = ctx;
 
 	(void)p;
+	plk_inv_back(b, p->me, lw->m);  /* woken: queued behind WAITERS (M1's duty done) */
 	if (!lw->retake && plk_type(lw->m) == PROXYLOCK_MUTEX_ERRORCHECK &&
-	    would_deadlock(lw->m, lw->self))
+	    would_deadlock(lw->m, lw->self)) {
+		/* M1 as the bucket drops: our own leaving cannot break it. */
+		plk_inv_mutex_m1(b, lw->m);
 		return EDEADLK;  /* off the queue again; PLK_WAITERS stays, as in timedout_left */
+	}
 	plk_chain_update(b, lw->m);
+	plk_inv_mutex_m1(b, lw->m);  /* queued behind WAITERS */
 	return PLK_PARK_SLEEP;
 }
 
@@ -335,6 +354,7 @@ static int timedout_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, 
 
 	(void)p;
 	(void)queued;
+	plk_inv_mutex_m1(b, m);  /* our own leaving (if queued) cannot break it */
 	if (st == PLK_PARK_HANDED)
 		return 0;
 	for (;;) {
@@ -343,17 +363,22 @@ static int timedout_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, 
 
 		if (w == 0) {
 			if (acquire_locked(b, m, lw->self))
-				return 0;
+				return took(b, m, p->me);
 			continue;  /* a barger took it: look again */
 		}
-		if (plk_word_reserved(w))
+		if (plk_word_reserved(w)) {
+			plk_inv_back(b, p->me, m);  /* woken meanwhile: nobody to wake (M6) */
+			plk_inv_mutex_m1(b, m);
 			return unusable(m, w);  /* its waiters were all woken */
+		}
 		if (!more || (w & PLK_WAITERS) || plk_cas_word(m, w, w | PLK_WAITERS)) {
 			/* Held, and (if anyone is queued) PLK_WAITERS set: what
 			 * we lent comes off the owner; with nobody queued the
 			 * owner's entry goes, PLK_WAITERS stays (see above). */
 			if ((w & PLK_WAITERS) || more)
 				plk_chain_update(b, m);
+			plk_inv_back(b, p->me, m);  /* woken meanwhile: M1's duty done (M5) */
+			plk_inv_mutex_m1(b, m);
 			return ETIMEDOUT;
 		}
 	}
@@ -612,6 +637,8 @@ static bool release_begin(struct plk_bucket *b, void *ctx)
 	struct release *r = ctx;
 
 	(void)b;
+	plk_inv_mutex_m1(b, r->m);
+	plk_inv_mutex_m2_release(b, r->m, r->foreign != 0);
 	if (r->foreign)
 		r->foreign = plk_owner_tid_locked(plk_word(r->m));
 	return true;
@@ -627,6 +654,7 @@ static uint32_t release_unparked(struct plk_bucket *b, struct plk_thread *head, 
 	r->head_tid = head->tid;
 	if (!plk_waited_bound(head, r->now_ns)) {
 		__atomic_store_n(&m->__word, 0, __ATOMIC_RELEASE);
+		plk_inv_woken(b, head, m);  /* it owes the rest of the queue M1 */
 		return PLK_PARK_WOKEN;
 	}
 	r->handed = 1;
@@ -637,6 +665,7 @@ static uint32_t release_unparked(struct plk_bucket *b, struct plk_thread *head, 
 	                 (plk_waitq_first(b, m) ? PLK_WAITERS : 0), __ATOMIC_RELEASE);
 	plk_chain_update(b, m);  /* head waits on nothing now */
 	plk_stat_inc(handoffs);
+	plk_inv_mutex_m4(m, head);
 	return PLK_PARK_HANDED;
 }
 
@@ -651,6 +680,7 @@ static void release_finish(struct plk_bucket *b, int n, void *ctx)
 		__atomic_store_n(&r->m->__word, 0, __ATOMIC_RELEASE);
 	if (r->foreign)
 		plk_donate_withdraw_tid(r->foreign, r->m);
+	plk_inv_mutex_m1(b, r->m);
 }
 
 static const struct plk_unpark_ops release_unpark = {
@@ -688,8 +718,10 @@ static int unlock_foreign(proxylock_mutex_t *m, uint32_t w)
 {
 	if (w == 0)
 		return 0;  /* glibc: unlocking an unlocked NORMAL mutex succeeds */
-	if (!(w & PLK_WAITERS))
+	if (!(w & PLK_WAITERS)) {
+		plk_inv_mutex_m1_bare_release(m);
 		return plk_cas_word(m, w, 0) ? 0 : -1;
+	}
 	unlock_wake(m, NULL, plk_owner_tid(w));
 	return 0;
 }
@@ -722,6 +754,7 @@ __attribute__((noinline)) int plk_mutex_unlock_slow(proxylock_mutex_t *m, bool l
 		}
 		if (w & PLK_WAITERS)
 			break;
+		plk_inv_mutex_m1_bare_release(m);
 		if (__atomic_compare_exchange_n(&m->__word, &w, 0, 0,
 		                                __ATOMIC_RELEASE, __ATOMIC_RELAXED))
 			return 0;

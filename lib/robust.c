@@ -145,9 +145,18 @@ static uint32_t unrecoverable_unparked(struct plk_bucket *b, struct plk_thread *
 	return PLK_PARK_WOKEN;
 }
 
+/* Under @m's bucket, after each batch: M6, the word marked shows no
+ * WAITERS (the check alone: a build without the checks has no hook). */
+static void unrecoverable_finish(struct plk_bucket *b, int n, void *ctx)
+{
+	(void)n;
+	plk_inv_mutex_m1(b, ((struct unrecoverable *)ctx)->m);
+}
+
 static const struct plk_unpark_ops unrecoverable_unpark = {
 	.begin = unrecoverable_begin,
 	.unparked = unrecoverable_unparked,
+	.finish = PLK_INVARIANTS_ON ? unrecoverable_finish : NULL,
 };
 
 void plk_mutex_make_unrecoverable(proxylock_mutex_t *m)

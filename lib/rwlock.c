@@ -58,6 +58,7 @@
 #include "chain.h"
 #include "config.h"
 #include "donate.h"
+#include "invcheck.h"
 #include "park.h"
 #include "rdset.h"
 #include "registry.h"
@@ -275,6 +276,10 @@ struct grant {
 	struct plk_thread *wr; /* the first queued writer */
 	uint32_t w;            /* the word the choice was made on */
 	uint32_t n;            /* taken off in this hold */
+#ifdef PLK_DEBUG_INVARIANTS
+	struct plk_thread *inv_taken[PLK_UNPARK_BATCH];  /* this hold's readers (RW4) */
+	bool inv_chose;        /* grant() ran in this hold: @rw is alive (grant_begin) */
+#endif
 };
 
 /*
@@ -290,6 +295,8 @@ static bool grant(struct plk_bucket *b, struct grant *g)
 	bool prefer_w = plk_rw_kind(rw) == PROXYLOCK_RWLOCK_PREFER_WRITER_NONRECURSIVE;
 	uint32_t w = g->w = plk_rw_word(rw);
 	bool reader;
+
+	PLK_INV_ONLY(g->inv_chose = true);
 
 	if ((w & PLK_RW_WRITER) || !(w & PLK_RW_WAITERS))
 		return false;
@@ -329,6 +336,9 @@ static bool grant_begin(struct plk_bucket *b, void *ctx)
 	g->to = GRANT_NONE;
 	g->n = 0;
 	g->rel = NULL;
+	PLK_INV_ONLY(g->inv_chose = false);
+	if (rel)
+		plk_inv_rw(b, g->rw);  /* an unlock's hold: @rw is ours, alive */
 	if (rel ? !release_locked(b, g->rw, rel) : !plk_waitq_first(b, plk_rw_key(g->rw)))
 		return false;
 	return grant(b, g);
@@ -366,6 +376,7 @@ static uint32_t writer_woken(struct plk_bucket *b, proxylock_rwlock_t *rw)
 	uint32_t w;
 
 	if (!plk_waitq_first(b, plk_rw_key(rw))) {
+		plk_inv_rw_rw2_clear(b, rw);
 		word_update(rw, w, w & ~PLK_RW_WAITERS);
 		withdraw_publishers(rw);
 	}
@@ -385,6 +396,7 @@ static uint32_t writer_handed(struct plk_bucket *b, proxylock_rwlock_t *rw, stru
 		withdraw_publishers(rw);
 	plk_chain_rw_update(b, rw);  /* the queue lends to its new holder */
 	plk_stat_inc(handoffs);
+	plk_inv_rw_rw4(rw, wr);
 	return PLK_PARK_HANDED;
 }
 
@@ -394,14 +406,17 @@ static uint32_t grant_unparked(struct plk_bucket *b, struct plk_thread *t, void 
 	struct grant *g = ctx;
 
 	g->n++;
-	if (g->to == GRANT_WAKE_WRITER)
+	if (g->to == GRANT_WAKE_WRITER) {
+		plk_inv_woken(b, t, plk_rw_key(g->rw));  /* it owes the queue L's next release */
 		return writer_woken(b, g->rw);
+	}
 	if (g->to == GRANT_WRITER)
 		return writer_handed(b, g->rw, t);
 	/* Slot first, count after (RW5: grant_finish), both before HANDED
 	 * (RW4). */
 	if (t->rw_grant_slot)
 		__atomic_store_n(t->rw_grant_slot, (uintptr_t)g->rw, __ATOMIC_RELAXED);
+	PLK_INV_ONLY(g->inv_taken[g->n - 1] = t);
 	return PLK_PARK_HANDED;
 }
 
@@ -442,6 +457,11 @@ static void grant_finish(struct plk_bucket *b, int n, void *ctx)
 
 	if (g->to == GRANT_READERS)
 		count_readers(b, g->rw, g->w, (uint32_t)n);
+	PLK_INV_ONLY(if (g->to == GRANT_READERS)
+	                     for (int i = 0; i < n; i++)
+	                             plk_inv_rw_rw4(g->rw, g->inv_taken[i]));
+	/* RW1, RW2, RW9 as the bucket drops, if @rw is alive (grant_begin) */
+	PLK_INV_ONLY(if (g->inv_chose) plk_inv_rw(b, g->rw));
 }
 
 /*
@@ -781,6 +801,7 @@ static int leave_left(struct plk_bucket *b, struct plk_park *p, uint32_t st, boo
 {
 	struct rw_leave *lv = ctx;
 
+	plk_inv_rw(b, lv->rw);  /* our own leaving (if queued) cannot break them */
 	if (!queued)
 		return st == PLK_PARK_HANDED ? 0 : RW_RETRY;
 	if (lv->h)
@@ -983,7 +1004,9 @@ static void wait_prepare(struct plk_park *p, void *ctx)
 static int wait_queued(struct plk_bucket *b, struct plk_park *p, void *ctx)
 {
 	(void)p;
+	plk_inv_back(b, p->me, p->key);  /* a woken writer queued again (RW8) */
 	plk_chain_rw_update(b, ((struct rw_wait *)ctx)->rw);
+	plk_inv_rw(b, ((struct rw_wait *)ctx)->rw);
 	return PLK_PARK_SLEEP;
 }
 
@@ -1181,6 +1204,7 @@ static int rd_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 	struct rd_hold *h = wt->h;
 	uint32_t w = plk_rw_word(rw);
 
+	plk_inv_rw(b, rw);
 	if (rw_unusable(rw, w))
 		return EINVAL;
 	if (reader_may_join(b, rw, w))
@@ -1342,8 +1366,11 @@ static int wr_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 	proxylock_rwlock_t *rw = wt->rw;
 	uint32_t w = plk_rw_word(rw);
 
-	if (rw_unusable(rw, w))
+	plk_inv_rw(b, rw);
+	if (rw_unusable(rw, w)) {
+		plk_inv_back(b, p->me, p->key);  /* a woken writer: nothing owed */
 		return EINVAL;
+	}
 	if ((w & ~PLK_RW_WAITERS) == 0) {
 		bool more = plk_waitq_first(b, plk_rw_key(rw)) != NULL;
 
@@ -1353,6 +1380,8 @@ static int wr_validate(struct plk_bucket *b, struct plk_park *p, void *ctx)
 			withdraw_publishers(rw);
 		if (more)
 			plk_chain_rw_update(b, rw);
+		plk_inv_back(b, p->me, p->key);  /* a woken writer took L (RW8) */
+		plk_inv_rw(b, rw);
 		return 0;
 	}
 	if (wt->try)
@@ -1497,6 +1526,7 @@ static bool release_locked(struct plk_bucket *b, proxylock_rwlock_t *rw, struct 
 	if (!(left & PLK_RW_WAITERS))
 		return false;
 	if (left == PLK_RW_WAITERS && !plk_waitq_first(b, plk_rw_key(rw))) {
+		plk_inv_rw_rw2_clear(b, rw);
 		word_update(rw, w, w & ~PLK_RW_WAITERS);  /* free, nobody queued */
 		withdraw_publishers(rw);
 		return false;  /* from the clear on, as above: no read */

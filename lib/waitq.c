@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "invariant.h"
 #include "waitq.h"
 #include "wipeonfork.h"
 
@@ -67,6 +68,7 @@ struct plk_bucket *plk_waitq_lock(const void *lock)
 
 void plk_waitq_unlock(struct plk_bucket *b)
 {
+	plk_assert_held(&b->lock);
 	plk_ilock_unlock(&b->lock);
 }
 
@@ -125,6 +127,11 @@ void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
 	struct plk_thread *w;
 	uint32_t rank = queue_rank(t);
 
+	plk_assert_held(&b->lock);
+	PLK_INVARIANT("waitq", plk_waitq_index(lock) == (unsigned)(b - buckets),
+	              "a waiter is queued in its lock's bucket");
+	PLK_INVARIANT("waitq", !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED),
+	              "a record is on one queue at a time");
 	__atomic_store_n(&t->park, PLK_PARK_WAITING, __ATOMIC_RELAXED);
 	/* In front of the first waiter of the same lock that ranks below us
 	 * (at_head: that ranks no higher, so a woken mutex waiter past the
@@ -148,6 +155,9 @@ void plk_waitq_enqueue(struct plk_bucket *b, struct plk_thread *t, void *lock,
 
 void plk_waitq_dequeue(struct plk_thread *t)
 {
+	PLK_INV_ONLY(void *on = __atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED);
+	             PLK_INVARIANT("waitq", on, "a record taken off a queue is on one");
+	             plk_assert_held(&bucket_of(on)->lock));
 	cds_list_del_init(&t->wnode);
 	blocked_on_set(t, NULL);
 }
@@ -170,6 +180,7 @@ struct plk_thread *plk_waitq_first(struct plk_bucket *b, const void *lock)
 {
 	struct plk_thread *t;
 
+	plk_assert_held(&b->lock);
 	plk_waitq_for_each(b, lock, t)
 		return t;
 	return NULL;
@@ -188,6 +199,8 @@ uint32_t plk_waitq_park(struct plk_thread *t, clockid_t clock,
 
 void plk_waitq_unpark_prepare(struct plk_thread *t, uint32_t state)
 {
+	PLK_INVARIANT("waitq", !__atomic_load_n(&t->blocked_on, __ATOMIC_RELAXED),
+	              "a waiter is off its queue before its park word says WOKEN or HANDED");
 	__atomic_store_n(&t->park, state, __ATOMIC_RELEASE);
 }
 

@@ -140,6 +140,35 @@ START_TEST(m1_holds_on_a_queued_waiter_behind_a_word_with_waiters)
 }
 END_TEST
 
+/* End to end: the owner's slow unlock of a word that lost WAITERS would
+ * release it without the bucket and strand the waiter (a lost wake-up);
+ * mutex.c's call there (plk_inv_mutex_m1_bare_release) says so. */
+static void slow_unlock_of_a_word_that_lost_waiters(void)
+{
+	mutex_with_a_waiter();
+	lose_waiters_bit();
+	plk_mutex_unlock_slow(&m, false);
+}
+
+static void slow_unlock_of_a_word_with_waiters(void)
+{
+	mutex_with_a_waiter();
+	plk_mutex_unlock_slow(&m, false);
+	pthread_join(waiter, NULL);
+}
+
+START_TEST(the_slow_unlock_aborts_on_a_queued_waiter_behind_a_word_without_waiters)
+{
+	expect_violation(slow_unlock_of_a_word_that_lost_waiters, "M1");
+}
+END_TEST
+
+START_TEST(the_slow_unlock_passes_the_lock_on_behind_a_word_with_waiters)
+{
+	expect_pass(slow_unlock_of_a_word_with_waiters);
+}
+END_TEST
+
 /* M2: the slow unlock, under the bucket, must still see WAITERS. */
 static void m2_of_a_release_whose_word_lost_waiters(void)
 {
@@ -285,6 +314,8 @@ static Suite *invariants_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, m1_fails_on_a_queued_waiter_behind_a_word_without_waiters);
 	tcase_add_test(tc, m1_holds_on_a_queued_waiter_behind_a_word_with_waiters);
+	tcase_add_test(tc, the_slow_unlock_aborts_on_a_queued_waiter_behind_a_word_without_waiters);
+	tcase_add_test(tc, the_slow_unlock_passes_the_lock_on_behind_a_word_with_waiters);
 	tcase_add_test(tc, m2_fails_on_a_slow_release_that_finds_waiters_cleared);
 	tcase_add_test(tc, m6_fails_on_a_destroyed_word_with_waiters);
 	tcase_add_test(tc, m4_fails_on_a_handoff_whose_word_names_another_thread);
