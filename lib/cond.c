@@ -886,8 +886,10 @@ static bool move_validate(struct plk_bucket *bc, struct plk_bucket *bm, void *ct
 		mv->ret = MOVE_RETRY;
 		return false;
 	}
+	/* Only waiters of other mutexes (or none): wake them (move_pick), and
+	 * never touch m, which may be gone (freed). */
 	if (!bound_waiter_queued(bc, mv->c, mv->m, mv->all))
-		return false;  /* nothing to move: m may be gone (freed), never touched */
+		return true;
 	if (!(mv->held = mutex_mark_waiters(mv->m)) && plk_word(mv->m) != 0) {
 		mv->ret = MOVE_WAKE;
 		return false;

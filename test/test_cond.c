@@ -391,6 +391,72 @@ START_TEST(a_waiter_cancelled_after_a_signal_passes_the_signal_on)
 }
 END_TEST
 
+/* --- a waiter with another mutex than the condvar's last -------------- */
+
+struct other_mutex {
+	proxylock_mutex_t m1, m2;
+	proxylock_cond_t c;
+	int go, woke;
+};
+
+static void *om_wait_on_m1(void *arg)
+{
+	struct other_mutex *s = arg;
+
+	proxylock_mutex_lock(&s->m1);
+	while (!__atomic_load_n(&s->go, __ATOMIC_ACQUIRE))
+		proxylock_cond_wait(&s->c, &s->m1);
+	__atomic_store_n(&s->woke, 1, __ATOMIC_RELEASE);
+	proxylock_mutex_unlock(&s->m1);
+	return NULL;
+}
+
+/*
+ * A waiter bound to m1 stays queued while a later wait with m2 times out,
+ * so the condvar's last mutex is m2, which no queued waiter holds.  POSIX
+ * leaves two mutexes on one condvar undefined; glibc tolerates it, so do
+ * we (cond.c): a signal, and a broadcast, wake the m1 waiter to retake
+ * m1, and m2 is never touched.
+ */
+static void signal_or_broadcast_wakes_a_waiter_with_another_mutex(bool all)
+{
+	struct other_mutex s;
+	struct timespec t;
+	pthread_t a;
+
+	memset(&s, 0, sizeof(s));
+	pthread_create(&a, NULL, om_wait_on_m1, &s);
+	ck_assert(eventually(__atomic_load_n(&s.c.__waiters, __ATOMIC_ACQUIRE) == 1, 5000));
+	proxylock_mutex_lock(&s.m2);
+	t = abstime_in(CLOCK_REALTIME, 20 * 1000 * 1000);
+	ck_assert_int_eq(proxylock_cond_timedwait(&s.c, &s.m2, &t), ETIMEDOUT);
+	proxylock_mutex_unlock(&s.m2);
+	proxylock_mutex_lock(&s.m1);
+	__atomic_store_n(&s.go, 1, __ATOMIC_RELEASE);
+	if (all)
+		proxylock_cond_broadcast(&s.c);
+	else
+		proxylock_cond_signal(&s.c);
+	proxylock_mutex_unlock(&s.m1);
+	ck_assert_msg(eventually(__atomic_load_n(&s.woke, __ATOMIC_ACQUIRE), 2000),
+	              "%s lost: the waiter with m1 still sleeps (the condvar's last mutex is m2)",
+	              all ? "the broadcast" : "the signal");
+	pthread_join(a, NULL);
+	ck_assert_uint_eq(s.c.__waiters, 0);
+}
+
+START_TEST(a_signal_wakes_a_waiter_whose_mutex_is_not_the_condvars_last)
+{
+	signal_or_broadcast_wakes_a_waiter_with_another_mutex(false);
+}
+END_TEST
+
+START_TEST(a_broadcast_wakes_a_waiter_whose_mutex_is_not_the_condvars_last)
+{
+	signal_or_broadcast_wakes_a_waiter_with_another_mutex(true);
+}
+END_TEST
+
 /* --- waiters are never moved onto an unusable mutex ------------------ */
 
 struct dead_holder {
@@ -468,6 +534,8 @@ static Suite *cond_suite(void)
 	tcase_add_test(tc, a_recursive_mutex_is_released_fully_by_a_wait_and_retaken_at_its_depth);
 	tcase_add_test(tc, a_cancelled_wait_holds_the_mutex_in_cleanup_and_leaves_no_trace);
 	tcase_add_test(tc, a_waiter_cancelled_after_a_signal_passes_the_signal_on);
+	tcase_add_test(tc, a_signal_wakes_a_waiter_whose_mutex_is_not_the_condvars_last);
+	tcase_add_test(tc, a_broadcast_wakes_a_waiter_whose_mutex_is_not_the_condvars_last);
 	tcase_add_test(tc, a_signal_after_the_mutex_became_unrecoverable_wakes_the_waiter_with_enotrecoverable);
 	suite_add_tcase(s, tc);
 	return s;

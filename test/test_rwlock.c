@@ -708,7 +708,7 @@ static void *many_reader_main(void *p)
 }
 
 /*
- * @n readers queue behind a writer (more than one grant batch of 64);
+ * @n readers queue behind a writer (more than one grant batch, PLK_UNPARK_BATCH);
  * the writer unlocks: every one gets the lock, before its deadline, all
  * holding at once (the word counts them all).
  */

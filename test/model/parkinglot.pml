@@ -93,7 +93,7 @@ inline PLQ(exit)() {
 	fi
 }
 
-/* plk_waitq_park's sleep on the own park word: a blocked guard while it
+/* plk_park's sleep (plk_park_sleep) on the own park word: a blocked guard while it
  * reads WAITING (a futex wait whose value changed returns at once). */
 inline PLQ(sleep)() {
 	do

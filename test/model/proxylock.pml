@@ -6,8 +6,8 @@
  *
  * Which code each part stands for (proxylock.pml and rwlock.pml):
  *   parkinglot.pml: Q_sleep, Q_exit, C_park, C_unpark
- *       plk_waitq_park (its sleep, its timed-out/cancelled exit) and
- *       plk_waitq_unpark (waitq.c), written once; queues mutex_ (L),
+ *       plk_park (its sleep; plk_park_leave, the timed-out/cancelled
+ *       exit) and plk_unpark_* (park.c), written once; queues mutex_ (L),
  *       cond_ (c), rw_; parks lock_block, cond_wait, rdlock_slow,
  *       rdlock_rec, wrlock_slow; unparks unlock_wake, cond_wake,
  *       cond_pass_on, and wrunlock, rdunlock_slot, rdunlock_solo, which
@@ -43,10 +43,10 @@
  *       rdlock_slow, recursive holds, plk_rw_rdunlock_fast/_waiting,
  *       unlock_slow, the solo release
  *   wrlock, wrunlock, rw_sleep, rw_rescan, rw_exit
- *       wrlock_slow (one CAS for the spin), unlock_slow; rw_park,
+ *       wrlock_slow (one CAS for the spin), unlock_slow; its park's sleep,
  *       rw_rescan, rw_timedout
  *   grant_wake_locked, grant_wake, lend_update, unlend_publishers, convert
- *       grant, grant_and_unlock (-DRW_BATCH), plk_chain_rw_update,
+ *       grant, unlock_slow's plk_unpark_all (-DRW_BATCH), plk_chain_rw_update,
  *       withdraw_publishers, join_locked
  *
  * Configurations (spin -D...):

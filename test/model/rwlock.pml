@@ -57,7 +57,7 @@
  *                       which is also PREFER_WRITER: the code tests only
  *                       for NONRECURSIVE (reader_may_join, grant)
  *   -DRW_BATCH=n        grant at most n readers per bucket hold (the
- *                       code's GRANT_BATCH), coming back for the rest
+ *                       code's PLK_UNPARK_BATCH), coming back for the rest
  *   -DRW_WRITERS=n      writers (default 1); -DRW_READERS=n readers
  *                       (default 2); at most 4 threads in all
  *   -DRW_WROUNDS=n      lock rounds of each writer (default 1)
@@ -425,7 +425,7 @@ inline withdraw() { lent[me] = 0 }
 /* ---- the rwlock's queue in the parking lot (parkinglot.pml) ----------
  * What its bucket covers is one step: the word's read and CAS, the queue
  * and the lend change together (the fast paths' CASes fail meanwhile).
- * The sleep (rw_park): HANDED, or (a writer) WOKEN to compete, back to
+ * The sleep (the park's, park.c): HANDED, or (a writer) WOKEN to compete, back to
  * wrlock's bucket step (RW8); a queued writer may wake to rescan
  * (rw_rescan, RW_RESCANS times: the code's period); a timed call's
  * deadline may pass instead (once per thread: tmo), and then the exit
@@ -619,7 +619,7 @@ inline grant_finish() {
 	fi;
 	fw = 0; gk = 0; gt = 0; c0 = 0; g = 0; tk = 0; stop = 0; hw = 0; gm = 0
 }
-/* grant_and_unlock: come back while a batch filled up.  The code, back
+/* plk_unpark_all (unlock_slow, rw_timedout): come back while a batch filled up.  The code, back
  * in the bucket, first looks whether anyone is still queued and with
  * nobody leaves without touching the rwlock (the granted readers may
  * have freed it: not expressible here); a wake with an empty queue
