@@ -4,10 +4,10 @@
  * trylock, timed lock and unlock; queueing, handoff, EDEADLK detection.
  *
  * The lock word's encoding and the one-CAS fast paths are lockword.h's;
- * attributes, init and destroy are mutexattr.c's; owners that exited
- * holding a lock (liveness slices, EOWNERDEAD, not recoverable) are
- * robust.c's, which writes the word and the queue under the same
- * invariants.
+ * attributes, init and destroy are mutexattr.c's; whether an owner still
+ * exists (liveness slices) is liveness.c's; owners that exited holding a
+ * lock (EOWNERDEAD, not recoverable) are robust.c's, which writes the
+ * word and the queue under the same invariants.
  *
  * Slow lock, a client of the parking lot (park.h), in phases: spin a
  * bounded number of times while nobody is queued (lock_slow); join:
