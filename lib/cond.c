@@ -218,9 +218,17 @@ struct held {
  * are not the application's; waiters get their edges from the mutex). */
 #define tsan_internal_begin(c) __tsan_mutex_pre_signal((c), 0)
 #define tsan_internal_end(c) __tsan_mutex_post_signal((c), 0)
+/* The one edge the ignored internals still owe: a wake that finds a
+ * waiter queued comes after that wait began, so what the waiter did
+ * before it (e.g. its read of @c) comes before what the waker does
+ * after (e.g. destroy and free @c, as POSIX allows after a broadcast). */
+#define tsan_wait_begun(c) __tsan_release(c)
+#define tsan_wake_done(c) __tsan_acquire(c)
 #else
 #define tsan_internal_begin(c) ((void)(c))
 #define tsan_internal_end(c) ((void)(c))
+#define tsan_wait_begun(c) ((void)(c))
+#define tsan_wake_done(c) ((void)(c))
 #define tsan_release_begin(m, h) ((void)(h))
 #define tsan_release_end(m) ((void)0)
 #define tsan_retake_begin(m) ((void)0)
@@ -647,6 +655,7 @@ int plk_cond_wait(proxylock_cond_t *c, void *m, const struct plk_mutex_ops *ops,
 	 * library"). */
 	if (plk_ilock_busy())
 		return plk_ilock_busy_refuse("a signal handler's condvar wait");
+	tsan_wait_begun(c);
 	tsan_internal_begin(c);
 	w.me = p.me = plk_thread_self();
 	if (!w.me || plk_blocked_key(w.me)) {  /* no record, or queued (a handler's wait) */
@@ -1021,4 +1030,5 @@ static void cond_wake_queued(proxylock_cond_t *c, bool all)
 	if (moved == MOVE_WAKE)
 		wake_queued(c, all);
 	tsan_internal_end(c);
+	tsan_wake_done(c);
 }
